@@ -1,0 +1,177 @@
+package score
+
+import (
+	"bufio"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/protect"
+	"github.com/dplp/dplp/randx"
+)
+
+// randomInstance draws a graph on n nodes with edge probability pe and a
+// protection set marking each edge with probability pp and each non-edge
+// with probability pn. Edge 0-1 is always present and never protected, so
+// toggling protected pairs never empties the graph.
+func randomInstance(t testing.TB, rng *rand.Rand, n int, pe, pp, pn float64) (*graph.Graph, *protect.Set, []graph.Edge) {
+	t.Helper()
+	edges := []graph.Edge{{U: 0, V: 1}}
+	var prot []graph.Edge
+	for a := int32(0); int(a) < n; a++ {
+		for b := a + 1; int(b) < n; b++ {
+			if a == 0 && b == 1 {
+				continue
+			}
+			if rng.Float64() < pe {
+				edges = append(edges, graph.Edge{U: a, V: b})
+				if rng.Float64() < pp {
+					prot = append(prot, graph.Edge{U: a, V: b})
+				}
+			} else if rng.Float64() < pn {
+				prot = append(prot, graph.Edge{U: a, V: b})
+			}
+		}
+	}
+	g, _, err := graph.FromEdges(n, edges, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := protect.New(n, prot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, p, edges
+}
+
+// barabasiAlbert grows a preferential-attachment graph: a clique on m+1
+// nodes, then each new node links to m distinct nodes drawn proportionally
+// to degree.
+func barabasiAlbert(t testing.TB, n, m int, seed uint64) *graph.Graph {
+	t.Helper()
+	rng := randx.Seeded(seed)
+	var edges []graph.Edge
+	var ends []int32 // every edge endpoint once: uniform draws are degree-proportional
+	for a := 0; a <= m; a++ {
+		for b := a + 1; b <= m; b++ {
+			edges = append(edges, graph.Edge{U: int32(a), V: int32(b)})
+			ends = append(ends, int32(a), int32(b))
+		}
+	}
+	picked := make([]int32, 0, m)
+	for v := m + 1; v < n; v++ {
+		picked = picked[:0]
+		for len(picked) < m {
+			x := ends[rng.IntN(len(ends))]
+			dup := false
+			for _, y := range picked {
+				dup = dup || y == x
+			}
+			if !dup {
+				picked = append(picked, x)
+			}
+		}
+		for _, x := range picked {
+			edges = append(edges, graph.Edge{U: int32(v), V: x})
+			ends = append(ends, int32(v), x)
+		}
+	}
+	g, _, err := graph.FromEdges(n, edges, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// readEdgeList is a tiny reader for "a b" integer edge lists (labels mapped
+// to dense ids in order of first appearance); ok is false if path is missing.
+func readEdgeList(t testing.TB, path string) (*graph.Graph, bool) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	ids := map[string]int32{}
+	id := func(s string) int32 {
+		if x, ok := ids[s]; ok {
+			return x
+		}
+		ids[s] = int32(len(ids))
+		return ids[s]
+	}
+	var edges []graph.Edge
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 2 || strings.HasPrefix(fs[0], "#") {
+			continue
+		}
+		for _, s := range fs[:2] {
+			if _, err := strconv.Atoi(s); err != nil {
+				t.Fatalf("%s: bad line %q", path, sc.Text())
+			}
+		}
+		edges = append(edges, graph.Edge{U: id(fs[0]), V: id(fs[1])})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	g, _, err := graph.FromEdges(len(ids), edges, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, true
+}
+
+// bruteSensitivity evaluates the §4 table straight from the definitions.
+func bruteSensitivity(g *graph.Graph, p *protect.Set, k Kind, u int32) (deltaS, sMax float64) {
+	n := int32(g.N())
+	du := float64(g.Degree(u))
+	b, c, mp := 0, 0, 0
+	for _, w := range g.Neighbors(u) {
+		for x := int32(0); x < n; x++ {
+			if x != u && x != w && p.Has(w, x) {
+				b = 1
+			}
+		}
+	}
+	for w := int32(0); w < n; w++ {
+		if w == u {
+			continue
+		}
+		cw, pw := 0, 0
+		for x := int32(0); x < n; x++ {
+			if x == w || !p.Has(w, x) {
+				continue
+			}
+			if g.HasEdge(u, x) {
+				cw++
+			}
+			if x != u {
+				pw++
+			}
+		}
+		c, mp = max(c, cw), max(mp, pw)
+	}
+	switch k {
+	case CN:
+		return float64(max(b, c)), du
+	case AA:
+		return float64(b+c) / math.Ln2, du / math.Ln2
+	case RA:
+		return float64(b+c) / 2, du / 2
+	case JC:
+		return 1, 1
+	default:
+		return du * float64(max(1, mp)), du * float64(n-1)
+	}
+}
+
+func near(a, b float64) bool {
+	return a == b || math.Abs(a-b) <= 1e-12*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+}

@@ -1,0 +1,451 @@
+// Package score computes the triad link-prediction scores CN, AA, RA, JC and
+// PA (privacy-model §4) together with their zero-sensitivity public
+// counterparts (§10), for one query u against all of u's candidates (the
+// non-neighbours v != u), by wedge enumeration into dense per-worker
+// accumulators.
+//
+// Scores are computed on the graph given, protected edges included. The
+// public score s_pub(u, v) only reads pairs that are invariant for query u
+// (pairs incident to u and non-protected pairs), so it cannot change between
+// u-neighbouring graphs:
+//
+//   - CN_pub = |N(u) ∩ Npub(v)|, where Npub(v) are v's neighbours over
+//     non-protected edges;
+//   - AA_pub, RA_pub sum 1/ln d and 1/d over z in N(u) ∩ Npub(v), with
+//     d = degPub_u(z) = #{x : {z,x} an edge, not protected or x == u}
+//     (d >= 2 for a counted z: it has u and v);
+//   - JC_pub = |N(u) ∩ Npub(v)| / |N(u) ∪ Npub(v)| (0 if the union is empty);
+//   - PA_pub = deg(u) · |Npub(v)|.
+package score
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/protect"
+)
+
+// Kind names a triad score.
+type Kind int
+
+// The triad scores of privacy-model §4.
+const (
+	CN Kind = iota // common neighbours |N(u) ∩ N(v)|
+	AA             // Adamic-Adar: sum over common neighbours z of 1/ln deg(z)
+	RA             // resource allocation: sum over common neighbours z of 1/deg(z)
+	JC             // Jaccard |N(u) ∩ N(v)| / |N(u) ∪ N(v)|, 0 if the union is empty
+	PA             // preferential attachment deg(u)·deg(v)
+	numKinds
+)
+
+var kindNames = [numKinds]string{"cn", "aa", "ra", "jc", "pa"}
+
+// Kinds lists every score kind in order.
+func Kinds() []Kind { return []Kind{CN, AA, RA, JC, PA} }
+
+// ParseKind parses a score name ("cn", "aa", "ra", "jc", "pa"; any case).
+func ParseKind(name string) (Kind, error) {
+	l := strings.ToLower(strings.TrimSpace(name))
+	for k, n := range kindNames {
+		if n == l {
+			return Kind(k), nil
+		}
+	}
+	return 0, fmt.Errorf("score: unknown score %q (valid: %s)", name, strings.Join(kindNames[:], ", "))
+}
+
+func (k Kind) valid() bool { return k >= 0 && k < numKinds }
+
+// String is the upper-case name, e.g. "AA".
+func (k Kind) String() string {
+	if !k.valid() {
+		return fmt.Sprintf("Kind(%d)", int(k))
+	}
+	return strings.ToUpper(kindNames[k])
+}
+
+// Scorer holds what every worker reads: the graph with each adjacency list
+// split into non-protected and protected neighbours, per-node weights and the
+// per-query sensitivities. It is immutable and safe for concurrent use.
+type Scorer struct {
+	g    *graph.Graph
+	p    *protect.Set
+	kind Kind
+	n    int
+
+	off    []int64 // = g.Off
+	adj    []int32 // per node z: non-protected neighbours, then protected ones (each part ascending)
+	pubEnd []int64 // adj[off[z]:pubEnd[z]] are z's neighbours over non-protected edges
+	deg    []int32
+	pubDeg []int32
+
+	// AA/RA weights of a common neighbour z: w[z] on the full graph (any
+	// positive value when deg(z) < 2, where z can only reach u); wPub[0][z]
+	// for degPub = pubDeg(z) and wPub[1][z] for pubDeg(z)+1, the latter used
+	// when the edge {u,z} is protected (it still counts toward degPub_u(z)).
+	w    []float64
+	wPub [2][]float64
+
+	deltaS []float64 // per query, invariant (see Sensitivity)
+
+	pool sync.Pool // *Worker, reused by Each
+}
+
+// New prepares a scorer for kind k on g with protection marks p (nil means
+// no protected pairs). p.N() must equal g.N().
+func New(g *graph.Graph, p *protect.Set, k Kind) (*Scorer, error) {
+	if g == nil {
+		return nil, fmt.Errorf("score: nil graph")
+	}
+	if !k.valid() {
+		return nil, fmt.Errorf("score: invalid kind %d", int(k))
+	}
+	n := g.N()
+	if p == nil {
+		p = protect.Empty(n)
+	}
+	if p.N() != n {
+		return nil, fmt.Errorf("score: protection set has %d nodes, graph has %d", p.N(), n)
+	}
+	s := &Scorer{g: g, p: p, kind: k, n: n, off: g.Off}
+	s.split()
+	switch k {
+	case AA:
+		s.w, s.wPub[0], s.wPub[1] = s.weights(func(d int32) float64 { return 1 / math.Log(float64(d)) })
+	case RA:
+		s.w, s.wPub[0], s.wPub[1] = s.weights(func(d int32) float64 { return 1 / float64(d) })
+	}
+	s.sensitivities()
+	return s, nil
+}
+
+// Kind is the score the scorer computes.
+func (s *Scorer) Kind() Kind { return s.kind }
+
+// Graph is the scored graph.
+func (s *Scorer) Graph() *graph.Graph { return s.g }
+
+// split partitions every adjacency list into non-protected and protected
+// neighbours by merging it with the sorted prot(z).
+func (s *Scorer) split() {
+	g, p, n := s.g, s.p, s.n
+	s.adj = make([]int32, len(g.Adj))
+	s.pubEnd = make([]int64, n)
+	s.deg = make([]int32, n)
+	s.pubDeg = make([]int32, n)
+	for z := int32(0); int(z) < n; z++ {
+		nb, pr := g.Neighbors(z), p.Of(z)
+		lo := g.Off[z]
+		out := s.adj[lo:g.Off[z+1]]
+		np := 0
+		for _, x := range nb {
+			for len(pr) > 0 && pr[0] < x {
+				pr = pr[1:]
+			}
+			if len(pr) == 0 || pr[0] != x {
+				out[np] = x
+				np++
+			}
+		}
+		// Second pass for the protected part keeps both parts ascending.
+		k := np
+		pr = p.Of(z)
+		for _, x := range nb {
+			for len(pr) > 0 && pr[0] < x {
+				pr = pr[1:]
+			}
+			if len(pr) > 0 && pr[0] == x {
+				out[k] = x
+				k++
+			}
+		}
+		s.pubEnd[z] = lo + int64(np)
+		s.deg[z] = int32(len(nb))
+		s.pubDeg[z] = int32(np)
+	}
+}
+
+// weights tabulates f(deg) and f(pubDeg), f(pubDeg+1) per node; degrees below
+// 2 never weigh a candidate and get a finite placeholder (1 for the full-graph
+// weight, which must stay positive so a touched accumulator is never zero).
+func (s *Scorer) weights(f func(int32) float64) (w, p0, p1 []float64) {
+	safe := func(d int32, low float64) float64 {
+		if d < 2 {
+			return low
+		}
+		return f(d)
+	}
+	w = make([]float64, s.n)
+	p0 = make([]float64, s.n)
+	p1 = make([]float64, s.n)
+	for z := range s.n {
+		w[z] = safe(s.deg[z], 1)
+		p0[z] = safe(s.pubDeg[z], 0)
+		p1[z] = safe(s.pubDeg[z]+1, 0)
+	}
+	return w, p0, p1
+}
+
+// Sensitivity returns the invariant bounds of privacy-model §4 for query u:
+// deltaS bounds |s(u,v|G) - s(u,v|G')| over u-neighbouring G, G' and every
+// candidate v, and every candidate score lies in [0, sMax]. With
+// b(u) = 1 if some w in N(u) has prot(w) \ {u} non-empty (else 0) and
+// c(u) = max over w != u of |N(u) ∩ prot(w)|:
+//
+//	CN: deltaS = max(b, c),      sMax = deg(u)
+//	AA: deltaS = (b + c) / ln 2, sMax = deg(u) / ln 2
+//	RA: deltaS = (b + c) / 2,    sMax = deg(u) / 2
+//	JC: deltaS = 1,              sMax = 1
+//	PA: deltaS = deg(u)·max(1, max over w != u of |prot(w) \ {u}|), sMax = deg(u)·(|V|-1)
+//
+// Proof sketch. G and G' differ only in pairs {w, x}, x in T = prot(w) \ {u},
+// for one w != u; N(u) is invariant. Only w and the nodes of T change
+// degree: w by at most |T|, each x in T by exactly one.
+//
+// CN. For a candidate v != w, N(v) can gain or lose only w, and only when
+// {w,v} is toggleable; that changes |N(u) ∩ N(v)| by at most one and only if
+// w is in N(u) with T non-empty, so by at most b. For v = w, N(w) changes in
+// T, so |N(u) ∩ N(w)| changes by at most |N(u) ∩ T| <= c.
+//
+// AA/RA. Every term lies in [0, 1/ln 2] (resp. [0, 1/2]) because a common
+// neighbour has degree >= 2. For v != w, the term of z = w may appear,
+// vanish or change degree (only if b = 1), and a term z != w changes only if
+// z's degree changes, i.e. z in N(u) ∩ T, at most c terms; for v = w only
+// terms z in N(u) ∩ T appear, vanish or change (the degree of any other
+// z in N(w) is unchanged), at most c. Hence (b + c) times the largest term.
+//
+// JC lies in [0, 1]. PA: deg(u) is invariant and deg(v) moves by at most one
+// for v != w and by at most |T| for v = w.
+//
+// Note b(u) = 1 implies c(u) >= 1 (if w in N(u) has x in prot(w) \ {u},
+// then w is in N(u) ∩ prot(x) with x != u), so for CN max(b, c) = c; the
+// table's form is kept.
+//
+// sMax: CN counts a subset of N(u); AA/RA have at most deg(u) terms, each at
+// most 1/ln 2 (resp. 1/2); JC is a ratio of nested sets; deg(v) <= |V|-1.
+// The same bounds hold for s_pub.
+func (s *Scorer) Sensitivity(u int32) (deltaS, sMax float64) {
+	return s.deltaS[u], s.sMax(u)
+}
+
+func (s *Scorer) sMax(u int32) float64 {
+	d := float64(s.deg[u])
+	switch s.kind {
+	case CN:
+		return d
+	case AA:
+		return d / math.Ln2
+	case RA:
+		return d / 2
+	case JC:
+		return 1
+	default: // PA
+		return d * float64(s.n-1)
+	}
+}
+
+// sensitivities fills deltaS for every node, in parallel.
+func (s *Scorer) sensitivities() {
+	n := s.n
+	s.deltaS = make([]float64, n)
+	switch s.kind {
+	case JC:
+		for u := range s.deltaS {
+			s.deltaS[u] = 1
+		}
+		return
+	case PA:
+		s.paSensitivities()
+		return
+	}
+	parallelNodes(n, func() func(u int32) {
+		cnt := make([]uint64, pow2(n))
+		touched := make([]int32, pow2(n))
+		return func(u int32) {
+			b, c := s.bc(u, cnt, touched)
+			var d float64
+			switch s.kind {
+			case CN:
+				d = float64(max(b, c))
+			case AA:
+				d = float64(b+c) / math.Ln2
+			case RA:
+				d = float64(b+c) / 2
+			}
+			s.deltaS[u] = d
+		}
+	})
+}
+
+// bc computes b(u) and c(u): c(u) counts, for every w, the x in N(u) with w
+// in prot(x), in a dense counter (zero on entry and exit; both slices of
+// power-of-two length > N, as for addCounts).
+func (s *Scorer) bc(u int32, cnt []uint64, touched []int32) (b, c int) {
+	p := s.p
+	nt := 0
+	for _, x := range s.adj[s.off[u]:s.off[u+1]] {
+		px := p.Of(x)
+		// prot(x) \ {u} is non-empty unless prot(x) is exactly {u} or empty.
+		if len(px) > 1 || (len(px) == 1 && px[0] != u) {
+			b = 1
+		}
+		nt = addCounts(cnt, touched, px, 1, nt)
+	}
+	for _, w := range touched[:nt] {
+		if w != u { // c(u) ranges over w != u
+			c = max(c, int(cnt[w]))
+		}
+		cnt[w] = 0
+	}
+	return b, c
+}
+
+// paSensitivities: max over w != u of |prot(w) \ {u}| = max of |prot(w)| - [w in prot(u)].
+// Nodes w in prot(u) are handled directly; the best w outside prot(u) ∪ {u}
+// is found within the first |prot(u)|+2 entries of the nodes ordered by
+// |prot(w)| descending.
+func (s *Scorer) paSensitivities() {
+	p := s.p
+	order := make([]int32, s.n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return p.Count(b) - p.Count(a) })
+	for u := int32(0); int(u) < s.n; u++ {
+		pu := p.Of(u)
+		best := 1
+		for _, w := range pu {
+			best = max(best, p.Count(w)-1)
+		}
+		for _, w := range order {
+			if w == u {
+				continue
+			}
+			if _, in := slices.BinarySearch(pu, w); in {
+				continue
+			}
+			best = max(best, p.Count(w))
+			break
+		}
+		s.deltaS[u] = float64(s.deg[u]) * float64(best)
+	}
+}
+
+// parallelNodes runs f(u) for every node on GOMAXPROCS goroutines; mk makes
+// one f per goroutine (so it may own scratch buffers).
+func parallelNodes(n int, mk func() func(u int32)) {
+	nw := min(runtime.GOMAXPROCS(0), max(1, n/256))
+	var next atomic.Int64
+	const chunk = 64
+	var wg sync.WaitGroup
+	for range nw {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f := mk()
+			for {
+				lo := int(next.Add(chunk)) - chunk
+				if lo >= n {
+					return
+				}
+				for u := lo; u < min(lo+chunk, n); u++ {
+					f(int32(u))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// Pair is the brute-force reference for one pair, straight from the
+// definitions with explicit set intersections and unions: it returns
+// s(u, v) and s_pub(u, v) on g with protection p (nil means none). It is
+// meant for tests. Pairs with u == v score 0; an invalid kind gives NaN.
+func Pair(g *graph.Graph, p *protect.Set, k Kind, u, v int32) (s, pub float64) {
+	if p == nil {
+		p = protect.Empty(g.N())
+	}
+	if !k.valid() {
+		return math.NaN(), math.NaN()
+	}
+	if u == v {
+		return 0, 0
+	}
+	set := func(xs []int32) map[int32]bool {
+		m := make(map[int32]bool, len(xs))
+		for _, x := range xs {
+			m[x] = true
+		}
+		return m
+	}
+	Nu := set(g.Neighbors(u))
+	Nv := set(g.Neighbors(v))
+	Npv := map[int32]bool{}
+	for x := range Nv {
+		if !p.Has(v, x) {
+			Npv[x] = true
+		}
+	}
+	inter := func(a, b map[int32]bool) []int32 {
+		var out []int32
+		for x := range a {
+			if b[x] {
+				out = append(out, x)
+			}
+		}
+		slices.Sort(out) // fixed summation order
+		return out
+	}
+	union := func(a, b map[int32]bool) int {
+		m := map[int32]bool{}
+		for x := range a {
+			m[x] = true
+		}
+		for x := range b {
+			m[x] = true
+		}
+		return len(m)
+	}
+	degPubU := func(z int32) int {
+		d := 0
+		for _, x := range g.Neighbors(z) {
+			if !p.Has(z, x) || x == u {
+				d++
+			}
+		}
+		return d
+	}
+	common, commonPub := inter(Nu, Nv), inter(Nu, Npv)
+	switch k {
+	case CN:
+		return float64(len(common)), float64(len(commonPub))
+	case AA, RA:
+		f := func(d int) float64 { return 1 / math.Log(float64(d)) }
+		if k == RA {
+			f = func(d int) float64 { return 1 / float64(d) }
+		}
+		for _, z := range common {
+			s += f(g.Degree(z))
+		}
+		for _, z := range commonPub {
+			pub += f(degPubU(z))
+		}
+		return s, pub
+	case JC:
+		if un := union(Nu, Nv); un > 0 {
+			s = float64(len(common)) / float64(un)
+		}
+		if un := union(Nu, Npv); un > 0 {
+			pub = float64(len(commonPub)) / float64(un)
+		}
+		return s, pub
+	default: // PA
+		return float64(len(Nu) * len(Nv)), float64(len(Nu) * len(Npv))
+	}
+}
