@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// run executes the CLI with args and returns stdout, stderr and the error.
+func run(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	root := NewRoot(&out, &errb)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), errb.String(), err
+}
+
+func writeTemp(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestStatsJSONKeys(t *testing.T) {
+	g := writeTemp(t, "g.txt", "a b\nb c\nc a\nc d 0.5\nd c\nd d\n")
+	out, stderr, err := run(t, "stats", "--graph", g, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	want := []string{"duplicates_merged", "edges", "max_degree", "mean_degree", "nodes", "self_loops_dropped", "transitivity", "triangles"}
+	if !reflect.DeepEqual(keys, want) {
+		t.Fatalf("keys %v", keys)
+	}
+	if m["nodes"].(float64) != 4 || m["edges"].(float64) != 4 || m["triangles"].(float64) != 1 ||
+		m["duplicates_merged"].(float64) != 1 || m["self_loops_dropped"].(float64) != 1 {
+		t.Fatalf("values %v", m)
+	}
+	for _, note := range []string{"more than two columns", "self-loops dropped", "merged"} {
+		if !strings.Contains(stderr, note) {
+			t.Fatalf("stderr lacks %q: %s", note, stderr)
+		}
+	}
+}
+
+func TestFlagValidation(t *testing.T) {
+	g := writeTemp(t, "g.txt", "a b\nb c\n")
+	bad := writeTemp(t, "bad.txt", "a b\nc\n")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"stats"}, "--graph FILE is required"},
+		{[]string{"stats", "--graph", bad}, "bad.txt:2: expected two node labels"},
+		{[]string{"score", "--graph", g, "--score", "xx", "--all"}, "cn, aa, ra, jc, pa"},
+		{[]string{"score", "--graph", g, "--score", "cn"}, "--query LABEL"},
+		{[]string{"score", "--graph", g, "--score", "cn", "--query", "zz"}, "no such node"},
+		{[]string{"score", "--graph", g, "--score", "cn", "--all", "--top", "0"}, "--top must be >= 1"},
+		{[]string{"score", "--graph", g, "--score", "cn", "--all", "--sigma", "1.5"}, "--sigma must be in [0,1]"},
+		{[]string{"score", "--graph", g, "--score", "cn", "--all", "--format", "xml"}, "csv or jsonl"},
+		{[]string{"bench", "score", "--graph", g, "--score", "cn", "--queries", "-3"}, "--queries"},
+		{[]string{"gen", "ba", "--n", "1", "--out", filepath.Join(t.TempDir(), "x")}, "n"},
+		{[]string{"gen", "nope", "--out", "x"}, "unknown model"},
+	}
+	for _, c := range cases {
+		_, _, err := run(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err %v, want %q", c.args, err, c.want)
+		}
+	}
+}
+
+func TestGenStatsScore(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"gen", "latent", "--n", "300", "--dim", "2", "--mean-degree", "8", "--seed", "3", "--out", filepath.Join(dir, "lat.txt.gz"), "--coords", filepath.Join(dir, "lat.xy")},
+		{"gen", "ba", "--n", "300", "--m", "3", "--out", filepath.Join(dir, "ba.zst")},
+		{"gen", "er", "--n", "300", "--p", "0.05", "--out", filepath.Join(dir, "er.txt")},
+	} {
+		if _, _, err := run(t, args...); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	out, _, err := run(t, "stats", "--graph", filepath.Join(dir, "ba.zst"), "--json")
+	if err != nil || !strings.Contains(out, `"edges":894`) {
+		t.Fatalf("ba stats %s %v", out, err)
+	}
+	out, _, err = run(t, "score", "--graph", filepath.Join(dir, "lat.txt.gz"), "--score", "aa", "--all", "--top", "3", "--sigma", "0.3", "--seed", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if lines[0] != "query,rank,candidate,s,s_pub,delta_s,s_max" || len(lines) < 10 {
+		t.Fatalf("score output %q", out[:min(len(out), 300)])
+	}
+	out, _, err = run(t, "bench", "score", "--graph", filepath.Join(dir, "er.txt"), "--score", "cn", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]float64
+	if err := json.Unmarshal([]byte(out), &m); err != nil || len(m) != 5 || m["candidate_pairs"] <= 0 || m["queries"] != 300 {
+		t.Fatalf("bench output %s %v", out, err)
+	}
+}
+
+func TestScoreOutputMatchesDefinition(t *testing.T) {
+	// a-b-c path plus c-d: CN(a,c) = 1 via b; AA(a,c) = 1/ln 2.
+	g := writeTemp(t, "g.txt", "a b\nb c\nc d\n")
+	out, _, err := run(t, "score", "--graph", g, "--score", "cn", "--query", "a", "--top", "5", "--format", "jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row struct {
+		Query      string  `json:"query"`
+		DeltaS     float64 `json:"delta_s"`
+		SMax       float64 `json:"s_max"`
+		Candidates int     `json:"candidates"`
+		Top        []struct {
+			Candidate string  `json:"candidate"`
+			S         float64 `json:"s"`
+		} `json:"top"`
+	}
+	if err := json.Unmarshal([]byte(out), &row); err != nil {
+		t.Fatal(err)
+	}
+	if row.Query != "a" || row.Candidates != 2 || len(row.Top) != 2 || row.Top[0].Candidate != "c" || row.Top[0].S != 1 || row.Top[1].S != 0 || row.SMax != 1 {
+		t.Fatalf("%+v", row)
+	}
+}
