@@ -144,3 +144,23 @@ func TestScoreOutputMatchesDefinition(t *testing.T) {
 		t.Fatalf("%+v", row)
 	}
 }
+
+func TestAuditExitStatus(t *testing.T) {
+	out, _, err := run(t, "audit", "--graphs", "2", "--score", "cn,aa", "--chi-samples", "2000", "--json")
+	if err != nil {
+		t.Fatalf("default audit failed: %v\n%s", err, out)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"cases", "worst_log_ratio", "bound", "violations"} {
+		if _, ok := m[k]; !ok {
+			t.Fatalf("audit JSON lacks %q", k)
+		}
+	}
+	out, _, err = run(t, "audit", "--graphs", "2", "--score", "cn", "--chi-samples", "0", "--calibration", "reference")
+	if ec, ok := err.(exitCode); !ok || ec != 1 || !strings.Contains(out, "does NOT meet") || !strings.Contains(out, "FAIL") {
+		t.Fatalf("reference audit must exit 1 with a warning: err %v\n%s", err, out)
+	}
+}

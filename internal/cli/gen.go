@@ -97,7 +97,7 @@ func newGenCmd() *cobra.Command {
 					return err
 				}
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d nodes with edges of %d, %d edges (%s)\n", out, countNonIsolated(g), g.N(), g.M(), desc)
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d nodes (%d with at least one edge), %d edges (%s)\n", out, g.N(), countNonIsolated(g), g.M(), desc)
 			return nil
 		},
 	}

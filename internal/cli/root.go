@@ -41,6 +41,6 @@ scores candidate pairs (CN, AA, RA, JC, PA), and releases private top-K lists.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newStatsCmd(), newGenCmd(), newScoreCmd(), newBenchCmd())
+	root.AddCommand(newStatsCmd(), newGenCmd(), newScoreCmd(), newBenchCmd(), newAuditCmd())
 	return root
 }

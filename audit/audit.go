@@ -1,0 +1,604 @@
+// Package audit is the exact privacy audit of privacy-model §8. On seeded
+// random small graphs it enumerates, for every query u, every other node w
+// and every subset of w's toggleable protected pairs, the u-neighbouring
+// graph G', runs each mechanism's whole pipeline (scores, sensitivity,
+// calibration, utilities) on G and on G' independently, and compares the
+// exact probabilities of every released list:
+//
+//   - exponential mechanism and exact top-K: every ordered list of length
+//     K <= MaxK, by the product of softmax factors;
+//   - Laplace peeling: every ordered list of length K <= 2, as the product
+//     of per-round selection probabilities (fresh noise every round);
+//   - one-shot Laplace and staircase: K = 1 selection probabilities by
+//     numerical integration.
+//
+// The worst |ln(P_G / P_G')| is compared with the guarantee the mechanism
+// claims (calib.Config.Guarantee). The audit also checks the base-score
+// bound of privacy-model §4 (|s - s'| <= Delta_s(u)), that s_pub, Delta_s and
+// S_max are unchanged (they are invariant by construction), and, with a
+// chi-square test, that each sampler's empirical list frequencies match the
+// exact distribution.
+package audit
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/mech"
+	"github.com/dplp/dplp/protect"
+	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/score"
+)
+
+// Config selects what the audit covers.
+type Config struct {
+	Seed               uint64
+	Graphs             int // random graphs per score kind
+	MinNodes, MaxNodes int
+	EdgeProb           float64 // edge probability of the random graphs
+	ProtEdgeFrac       float64 // fraction of edges protected
+	ProtNonEdgeFrac    float64 // fraction of non-edges protected
+	Kinds              []score.Kind
+	Methods            []calib.Method
+	Calibration        calib.Calibration
+	Eps                float64
+	MaxK               int // longest list audited (exponential / exact)
+	// Transforms, when set for a kind, audits the learned utility (DPLP:
+	// compiled table, Delta_f) instead of the raw score.
+	Transforms map[score.Kind]calib.Transform
+	// Label names the transform family in the report (e.g. "dplp").
+	Label      string
+	ChiSamples int // draws per chi-square test (0: no sampler test)
+	ChiCases   int // (graph, query) cases tested per method and kind
+}
+
+// Default is the configuration `dplp audit` runs: every triad score, every
+// mechanism that claims a guarantee, rigorous calibration.
+func Default() Config {
+	return Config{
+		Seed: 1, Graphs: 12, MinNodes: 6, MaxNodes: 9, EdgeProb: 0.45, ProtEdgeFrac: 0.3, ProtNonEdgeFrac: 0.15,
+		Kinds:   score.Kinds(),
+		Methods: []calib.Method{calib.Exponential, calib.LaplacePeeling, calib.Laplace, calib.Staircase, calib.PublicOnly},
+		Eps:     0.5, MaxK: 3, ChiSamples: 20000, ChiCases: 2,
+	}
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	switch {
+	case c.Graphs < 1:
+		return fmt.Errorf("audit: graphs must be >= 1")
+	case c.MinNodes < 3 || c.MaxNodes < c.MinNodes || c.MaxNodes > 12:
+		return fmt.Errorf("audit: need 3 <= min nodes <= max nodes <= 12, got %d..%d", c.MinNodes, c.MaxNodes)
+	case !(c.Eps > 0) || math.IsInf(c.Eps, 1):
+		return fmt.Errorf("audit: eps must be a finite number > 0")
+	case c.MaxK < 1 || c.MaxK > 4:
+		return fmt.Errorf("audit: max K must be in [1,4]")
+	case !(c.EdgeProb > 0 && c.EdgeProb < 1):
+		return fmt.Errorf("audit: edge probability must be in (0,1)")
+	case !(c.ProtEdgeFrac >= 0 && c.ProtEdgeFrac <= 1 && c.ProtNonEdgeFrac >= 0 && c.ProtNonEdgeFrac <= 1):
+		return fmt.Errorf("audit: protection fractions must be in [0,1]")
+	case len(c.Kinds) == 0 || len(c.Methods) == 0:
+		return fmt.Errorf("audit: need at least one score kind and one method")
+	}
+	return nil
+}
+
+// Case describes one audited pair of neighbouring graphs.
+type Case struct {
+	Method    string       `json:"method"`
+	Score     string       `json:"score"`
+	K         int          `json:"k"`
+	Nodes     int          `json:"nodes"`
+	Edges     []graph.Edge `json:"edges"`
+	Protected []graph.Edge `json:"protected"`
+	U         int32        `json:"u"`
+	W         int32        `json:"w"`
+	Toggled   []int32      `json:"toggled"` // x such that {w, x} is toggled
+	List      []int32      `json:"list"`    // released list (candidate ids)
+	LogP      float64      `json:"log_p_g"`
+	LogPPrime float64      `json:"log_p_g_prime"`
+	LogRatio  float64      `json:"log_ratio"`
+	Bound     float64      `json:"bound"`
+}
+
+// Row summarises one (method, K) combination.
+type Row struct {
+	Method     string  `json:"method"`
+	K          int     `json:"k"`
+	Cases      int64   `json:"cases"`
+	Worst      float64 `json:"worst_log_ratio"`
+	Bound      float64 `json:"bound"`
+	Proven     bool    `json:"proven"`
+	Violations int64   `json:"violations"`
+}
+
+// ChiResult is one sampler test.
+type ChiResult struct {
+	Method string  `json:"method"`
+	Score  string  `json:"score"`
+	K      int     `json:"k"`
+	Stat   float64 `json:"stat"`
+	DF     int     `json:"df"`
+	P      float64 `json:"p_value"`
+}
+
+// Report is the audit's outcome. WorstLogRatio and Bound are those of the
+// case closest to (or furthest beyond) its bound.
+type Report struct {
+	Calibration     string      `json:"calibration"`
+	Transform       string      `json:"transform"`
+	Eps             float64     `json:"eps"`
+	Cases           int64       `json:"cases"`
+	WorstLogRatio   float64     `json:"worst_log_ratio"`
+	Bound           float64     `json:"bound"`
+	Violations      int64       `json:"violations"`
+	ScoreChecks     int64       `json:"score_checks"`
+	ScoreViolations int64       `json:"score_violations"` // |s - s'| > Delta_s, or s_pub/Delta_s/S_max changed
+	Worst           *Case       `json:"worst_case"`
+	Rows            []Row       `json:"by_method"`
+	Chi             []ChiResult `json:"chi_square"`
+	ChiFailures     int         `json:"chi_square_failures"`
+	MinChiP         float64     `json:"min_chi_square_p"`
+}
+
+// Infinite log-ratios (a list possible in one graph and not the other) are
+// reported as this value so that JSON stays numeric.
+const InfRatio = 1e9
+
+// chiAlpha is the per-test rejection level; tests are few, so a sampler bug
+// shows up as p far below it while correct samplers pass with overwhelming
+// probability.
+const chiAlpha = 1e-6
+
+const tol = 1e-9
+
+// Passed reports whether no privacy violation, score-bound violation or
+// sampler mismatch was found.
+func (r *Report) Passed() bool {
+	return r.Violations == 0 && r.ScoreViolations == 0 && r.ChiFailures == 0
+}
+
+// query is one query's view of a graph under the audited pipeline.
+type query struct {
+	cands  []int32
+	s, pub []float64
+	info   calib.Query
+}
+
+func buildQuery(g *graph.Graph, p *protect.Set, k score.Kind, u int32) (query, error) {
+	sc, err := score.New(g, p, k)
+	if err != nil {
+		return query{}, err
+	}
+	var q query
+	for v := int32(0); int(v) < g.N(); v++ {
+		if v != u && !g.HasEdge(u, v) {
+			q.cands = append(q.cands, v)
+			s, pub := score.Pair(g, p, k, u, v)
+			q.s = append(q.s, s)
+			q.pub = append(q.pub, pub)
+		}
+	}
+	ds, sm := sc.Sensitivity(u)
+	a := 0
+	for _, x := range p.Of(u) {
+		if g.HasEdge(u, x) {
+			a++
+		}
+	}
+	q.info = calib.Query{DeltaS: ds, SMax: sm, RefA: a, RefMaxDeg: g.MaxDegree()}
+	return q, nil
+}
+
+// utilities applies a plan to a query's scores.
+func utilities(plan *calib.Plan, q *query) []float64 {
+	out := make([]float64, len(q.s))
+	for i := range q.s {
+		out[i] = plan.Utility(q.s[i], q.pub[i])
+	}
+	return out
+}
+
+// dist is an exact distribution over ordered lists of length k (indices
+// into the candidate list), in log space.
+type dist struct {
+	lists [][]int
+	logp  []float64
+}
+
+func allLists(n, k int) [][]int {
+	var out [][]int
+	cur := make([]int, 0, k)
+	used := make([]bool, n)
+	var rec func()
+	rec = func() {
+		if len(cur) == k {
+			out = append(out, slices.Clone(cur))
+			return
+		}
+		for i := 0; i < n; i++ {
+			if !used[i] {
+				used[i] = true
+				cur = append(cur, i)
+				rec()
+				cur = cur[:len(cur)-1]
+				used[i] = false
+			}
+		}
+	}
+	rec()
+	return out
+}
+
+// exactDist computes the distribution of the plan's released list of
+// length k on utilities vals, or ok=false when the method has no exact form
+// at this k.
+func exactDist(cfg *calib.Config, plan *calib.Plan, vals []float64, k int) (dist, bool, error) {
+	lists := allLists(len(vals), k)
+	d := dist{lists: lists, logp: make([]float64, len(lists))}
+	switch {
+	case plan.Exact() || cfg.Method == calib.Exponential:
+		scale := plan.Scale
+		for i, l := range lists {
+			lp, err := mech.ExpListLogProb(vals, scale, l)
+			if err != nil {
+				return d, false, err
+			}
+			d.logp[i] = lp
+		}
+	case cfg.Method == calib.LaplacePeeling && k <= 2:
+		// Fresh noise each round: P(l1, l2) = P(l1 | all) P(l2 | all \ l1).
+		first, err := mech.SelectProbs(vals, plan.Noise())
+		if err != nil {
+			return d, false, err
+		}
+		second := make([][]float64, len(vals))
+		if k == 2 {
+			rest := make([]float64, 0, len(vals))
+			for i := range vals {
+				rest = append(rest[:0], vals[:i]...)
+				rest = append(rest, vals[i+1:]...)
+				if len(rest) == 0 {
+					continue
+				}
+				if second[i], err = mech.SelectProbs(rest, plan.Noise()); err != nil {
+					return d, false, err
+				}
+			}
+		}
+		for i, l := range lists {
+			lp := math.Log(first[l[0]])
+			if k == 2 {
+				j := l[1]
+				if j > l[0] {
+					j--
+				}
+				lp += math.Log(second[l[0]][j])
+			}
+			d.logp[i] = lp
+		}
+	case (cfg.Method == calib.Laplace || cfg.Method == calib.Staircase || cfg.Method == calib.LaplacePeeling) && k == 1:
+		pr, err := mech.SelectProbs(vals, plan.Noise())
+		if err != nil {
+			return d, false, err
+		}
+		for i := range lists {
+			d.logp[i] = math.Log(pr[lists[i][0]])
+		}
+	default:
+		return d, false, nil
+	}
+	return d, true, nil
+}
+
+func maxK(cfg *calib.Config, maxK int) int {
+	switch cfg.Method {
+	case calib.Laplace, calib.Staircase:
+		return 1
+	case calib.LaplacePeeling:
+		return min(2, maxK)
+	}
+	return maxK
+}
+
+// logRatio is |a - b| with infinities handled: both -Inf means the list is
+// impossible in both graphs (ratio 0).
+func logRatio(a, b float64) float64 {
+	if math.IsInf(a, -1) && math.IsInf(b, -1) {
+		return 0
+	}
+	if math.IsInf(a, -1) || math.IsInf(b, -1) {
+		return InfRatio
+	}
+	return math.Abs(a - b)
+}
+
+// relToBound orders cases by how close they come to their bound.
+func relToBound(worst, bound float64) float64 {
+	if bound == 0 {
+		if worst == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return worst / bound
+}
+
+// finite keeps JSON numeric: -Inf (an impossible list) becomes -InfRatio.
+func finite(x float64) float64 { return max(x, -InfRatio) }
+
+// randomGraph draws a connected-enough graph with protection marks.
+func randomGraph(cfg *Config, r *rand.Rand) (*graph.Graph, *protect.Set, []graph.Edge, error) {
+	for {
+		n := cfg.MinNodes + r.IntN(cfg.MaxNodes-cfg.MinNodes+1)
+		var edges, prot []graph.Edge
+		for u := 0; u < n; u++ {
+			for v := u + 1; v < n; v++ {
+				e := graph.Edge{U: int32(u), V: int32(v)}
+				if r.Float64() < cfg.EdgeProb {
+					edges = append(edges, e)
+					if r.Float64() < cfg.ProtEdgeFrac {
+						prot = append(prot, e)
+					}
+				} else if r.Float64() < cfg.ProtNonEdgeFrac {
+					prot = append(prot, e)
+				}
+			}
+		}
+		if len(edges) == 0 || len(prot) == 0 {
+			continue
+		}
+		g, _, err := graph.FromEdges(n, edges, nil)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		p, err := protect.New(n, prot)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return g, p, edges, nil
+	}
+}
+
+// toggle returns G' = G with the pairs {w, x}, x in xs, toggled.
+func toggle(n int, edges []graph.Edge, w int32, xs []int32) (*graph.Graph, error) {
+	set := make(map[graph.Edge]bool, len(edges)+len(xs))
+	for _, e := range edges {
+		set[e] = true
+	}
+	for _, x := range xs {
+		e := graph.Edge{U: min(w, x), V: max(w, x)}
+		set[e] = !set[e]
+	}
+	out := make([]graph.Edge, 0, len(set))
+	for e, ok := range set {
+		if ok {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b graph.Edge) int {
+		if a.U != b.U {
+			return int(a.U - b.U)
+		}
+		return int(a.V - b.V)
+	})
+	if len(out) == 0 {
+		// An edgeless graph is a valid neighbour; FromEdges refuses it, so
+		// keep n isolated nodes explicitly.
+		return &graph.Graph{Off: make([]int64, n+1)}, nil
+	}
+	g, _, err := graph.FromEdges(n, out, nil)
+	return g, err
+}
+
+type rowKey struct {
+	m calib.Method
+	k int
+}
+
+// Run executes the audit.
+func Run(cfg Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rep := &Report{Calibration: cfg.Calibration.String(), Eps: cfg.Eps, Transform: "none", MinChiP: 1}
+	if cfg.Transforms != nil {
+		rep.Transform = cfg.Label
+	}
+	rows := map[rowKey]*Row{}
+	worstRel := math.Inf(-1)
+	r := randx.Derive(cfg.Seed, 0xa0d17)
+	for _, kind := range cfg.Kinds {
+		var tr calib.Transform
+		if cfg.Transforms != nil {
+			tr = cfg.Transforms[kind]
+			if tr == nil {
+				continue
+			}
+		}
+		cfgs := make([]calib.Config, len(cfg.Methods))
+		for i, m := range cfg.Methods {
+			cfgs[i] = calib.Config{Method: m, Calibration: cfg.Calibration, Kind: kind, Eps: cfg.Eps, Transform: tr}
+			if m == calib.PublicOnly {
+				cfgs[i].Transform = nil
+			}
+			if err := cfgs[i].Validate(); err != nil {
+				return nil, err
+			}
+		}
+		chiDone := make([]int, len(cfgs))
+		for gi := 0; gi < cfg.Graphs; gi++ {
+			g, p, edges, err := randomGraph(&cfg, r)
+			if err != nil {
+				return nil, err
+			}
+			n := g.N()
+			for u := int32(0); int(u) < n; u++ {
+				q, err := buildQuery(g, p, kind, u)
+				if err != nil {
+					return nil, err
+				}
+				if len(q.cands) == 0 {
+					continue
+				}
+				plans := make([]calib.Plan, len(cfgs))
+				dists := make([][]dist, len(cfgs))
+				for mi := range cfgs {
+					plans[mi] = cfgs[mi].Plan(q.info)
+					vals := utilities(&plans[mi], &q)
+					for k := 1; k <= min(maxK(&cfgs[mi], cfg.MaxK), len(q.cands)); k++ {
+						d, ok, err := exactDist(&cfgs[mi], &plans[mi], vals, k)
+						if err != nil {
+							return nil, err
+						}
+						if ok {
+							dists[mi] = append(dists[mi], d)
+						}
+					}
+					if chiDone[mi] < cfg.ChiCases && cfg.ChiSamples > 0 && len(q.cands) >= 3 {
+						chiDone[mi]++
+						for _, d := range dists[mi] {
+							res := chiTest(&plans[mi], vals, d, cfg.ChiSamples, r)
+							res.Method, res.Score = cfgs[mi].Method.String(), kind.String()
+							rep.Chi = append(rep.Chi, res)
+							rep.MinChiP = min(rep.MinChiP, res.P)
+							if !(res.P >= chiAlpha) {
+								rep.ChiFailures++
+							}
+						}
+					}
+				}
+				for w := int32(0); int(w) < n; w++ {
+					if w == u {
+						continue
+					}
+					var tog []int32
+					for _, x := range p.Of(w) {
+						if x != u {
+							tog = append(tog, x)
+						}
+					}
+					for mask := 1; mask < 1<<len(tog); mask++ {
+						var xs []int32
+						for i, x := range tog {
+							if mask&(1<<i) != 0 {
+								xs = append(xs, x)
+							}
+						}
+						g2, err := toggle(n, edges, w, xs)
+						if err != nil {
+							return nil, err
+						}
+						q2, err := buildQuery(g2, p, kind, u)
+						if err != nil {
+							return nil, err
+						}
+						rep.ScoreChecks++
+						if !slices.Equal(q.cands, q2.cands) || q.info.DeltaS != q2.info.DeltaS || q.info.SMax != q2.info.SMax {
+							rep.ScoreViolations++
+							continue
+						}
+						for i := range q.s {
+							if math.Abs(q.s[i]-q2.s[i]) > q.info.DeltaS+tol || q.pub[i] != q2.pub[i] {
+								rep.ScoreViolations++
+								break
+							}
+						}
+						for mi := range cfgs {
+							plan2 := cfgs[mi].Plan(q2.info)
+							vals2 := utilities(&plan2, &q2)
+							for _, d := range dists[mi] {
+								k := len(d.lists[0])
+								d2, _, err := exactDist(&cfgs[mi], &plan2, vals2, k)
+								if err != nil {
+									return nil, err
+								}
+								bound, proven := cfgs[mi].Guarantee(k)
+								key := rowKey{cfgs[mi].Method, k}
+								row := rows[key]
+								if row == nil {
+									row = &Row{Method: key.m.String(), K: k, Bound: bound, Proven: proven}
+									rows[key] = row
+								}
+								row.Cases++
+								rep.Cases++
+								worstI, worst := -1, 0.0
+								for li := range d.lists {
+									if lr := logRatio(d.logp[li], d2.logp[li]); lr > worst || worstI < 0 {
+										worst, worstI = lr, li
+									}
+								}
+								row.Worst = max(row.Worst, worst)
+								if worst > bound+tol*(1+bound) {
+									row.Violations++
+									rep.Violations++
+								}
+								rel := relToBound(worst, bound)
+								if rel > worstRel {
+									worstRel = rel
+									rep.WorstLogRatio, rep.Bound = worst, bound
+									list := make([]int32, k)
+									for j, c := range d.lists[worstI] {
+										list[j] = q.cands[c]
+									}
+									rep.Worst = &Case{Method: key.m.String(), Score: kind.String(), K: k, Nodes: n, Edges: edges,
+										Protected: p.Pairs(), U: u, W: w, Toggled: xs, List: list,
+										LogP: finite(d.logp[worstI]), LogPPrime: finite(d2.logp[worstI]), LogRatio: worst, Bound: bound}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, row := range rows {
+		rep.Rows = append(rep.Rows, *row)
+	}
+	slices.SortFunc(rep.Rows, func(a, b Row) int {
+		if a.Method != b.Method {
+			if a.Method < b.Method {
+				return -1
+			}
+			return 1
+		}
+		return a.K - b.K
+	})
+	return rep, nil
+}
+
+// chiTest samples the plan's mechanism and compares list frequencies with
+// the exact distribution d.
+func chiTest(plan *calib.Plan, vals []float64, d dist, samples int, r *rand.Rand) ChiResult {
+	k := len(d.lists[0])
+	index := make(map[[4]int]int, len(d.lists))
+	for i, l := range d.lists {
+		var key [4]int
+		copy(key[:], l)
+		index[key] = i
+	}
+	u := &mech.Utilities{Vals: vals}
+	obs := make([]int, len(d.lists))
+	exp := make([]float64, len(d.lists))
+	for i, lp := range d.logp {
+		exp[i] = math.Exp(lp)
+	}
+	var dst []int
+	for s := 0; s < samples; s++ {
+		var err error
+		dst, err = plan.Sample(u, k, r, dst[:0])
+		if err != nil || len(dst) != k {
+			return ChiResult{K: k, Stat: math.Inf(1), P: 0}
+		}
+		var key [4]int
+		copy(key[:], dst)
+		obs[index[key]]++
+	}
+	stat, df, p := mech.ChiSquare(obs, exp)
+	return ChiResult{K: k, Stat: stat, DF: df, P: p}
+}

@@ -1,0 +1,67 @@
+package audit
+
+import (
+	"testing"
+
+	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/score"
+)
+
+func TestDefaultCalibrationPasses(t *testing.T) {
+	cfg := Default()
+	if testing.Short() {
+		cfg.Graphs = 3
+	}
+	rep, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range rep.Rows {
+		t.Logf("%-16s K=%d cases=%d worst=%.4f bound=%.4f violations=%d", row.Method, row.K, row.Cases, row.Worst, row.Bound, row.Violations)
+	}
+	if !rep.Passed() {
+		t.Fatalf("audit failed: violations=%d score=%d chi=%d worst=%+v", rep.Violations, rep.ScoreViolations, rep.ChiFailures, rep.Worst)
+	}
+	if rep.Cases == 0 || rep.ScoreChecks == 0 || len(rep.Chi) == 0 {
+		t.Fatal("audit checked nothing")
+	}
+}
+
+func TestReferenceCalibrationFails(t *testing.T) {
+	cfg := Default()
+	cfg.Calibration = calib.Reference
+	cfg.Graphs = 3
+	cfg.ChiSamples = 0
+	cfg.Methods = []calib.Method{calib.Exponential, calib.Laplace, calib.Staircase}
+	rep, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Violations == 0 {
+		t.Fatalf("reference calibration passed the audit: worst %v bound %v", rep.WorstLogRatio, rep.Bound)
+	}
+	t.Logf("reference: %d violations of %d cases, worst %v", rep.Violations, rep.Cases, rep.WorstLogRatio)
+}
+
+// brokenTransform claims half the true sensitivity: the audit must catch it.
+type brokenTransform struct{}
+
+func (brokenTransform) Utility(s, _, _ float64) float64 { return s }
+func (brokenTransform) Delta(d, _ float64) float64     { return d / 4 }
+
+func TestBrokenCalibrationFails(t *testing.T) {
+	cfg := Default()
+	cfg.Graphs = 4
+	cfg.ChiSamples = 0
+	cfg.Eps = 1
+	cfg.Methods = []calib.Method{calib.Exponential}
+	cfg.Transforms = map[score.Kind]calib.Transform{score.CN: brokenTransform{}}
+	cfg.Label = "broken"
+	rep, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Violations == 0 {
+		t.Fatalf("under-calibrated noise passed: worst %v bound %v", rep.WorstLogRatio, rep.Bound)
+	}
+}

@@ -1,0 +1,110 @@
+package calib
+
+import (
+	"math"
+	"testing"
+
+	"github.com/dplp/dplp/mech"
+	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/score"
+)
+
+func TestRigorousPlans(t *testing.T) {
+	q := Query{DeltaS: 3, SMax: 10}
+	cases := []struct {
+		m     Method
+		scale float64
+	}{
+		{Exponential, 2 * 3 / 0.5}, {LaplacePeeling, 2 * 3 / 0.5}, {Laplace, 3 / 0.5}, {Staircase, 1}, {NonPrivate, 0}, {PublicOnly, 0},
+	}
+	for _, c := range cases {
+		cfg := Config{Method: c.m, Kind: score.CN, Eps: 0.5}
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		p := cfg.Plan(q)
+		if p.Scale != c.scale {
+			t.Fatalf("%v: scale %v want %v", c.m, p.Scale, c.scale)
+		}
+		if c.m == Staircase && (p.Stair.Delta != 3 || p.Stair.Eps != 0.5 || p.Stair.Gamma != mech.OptimalGamma(0.5)) {
+			t.Fatalf("staircase params %+v", p.Stair)
+		}
+		if got := p.Utility(4, 2); c.m == PublicOnly && got != 2 || c.m != PublicOnly && got != 4 {
+			t.Fatalf("%v utility %v", c.m, got)
+		}
+		// Zero sensitivity: exact, no division by zero.
+		z := cfg.Plan(Query{DeltaS: 0, SMax: 10})
+		if !z.Exact() || math.IsNaN(z.Scale) {
+			t.Fatalf("%v: Delta 0 must give exact top-K", c.m)
+		}
+	}
+}
+
+func TestReferencePlans(t *testing.T) {
+	cfg := Config{Method: Exponential, Calibration: Reference, Kind: score.CN, Eps: 0.1}
+	p := cfg.Plan(Query{DeltaS: 5, SMax: 9, RefA: 3, RefMaxDeg: 7})
+	if p.Scale != 2/0.1 || p.Utility(8, 0) != 2 { // 8 / (3+1)
+		t.Fatalf("reference CN plan %+v utility %v", p, p.Utility(8, 0))
+	}
+	if p := cfg.Plan(Query{DeltaS: 5, SMax: 9, RefA: 1}); p.Utility(8, 0) != 8 {
+		t.Fatal("a = 1 must not normalise CN (Delta <= 1.01)")
+	}
+	if p := cfg.Plan(Query{DeltaS: 5, SMax: 9, RefA: 0}); !p.Exact() {
+		t.Fatal("reference gives no noise when a(u) = 0")
+	}
+	st := Config{Method: Staircase, Calibration: Reference, Kind: score.AA, Eps: 0.1}
+	sp := st.Plan(Query{RefA: 2})
+	if sp.Stair.Delta != 1/0.1 || sp.Stair.Gamma != mech.ReferenceGamma(0.1) {
+		t.Fatalf("reference staircase %+v", sp.Stair)
+	}
+	if err := (&Config{Method: Exponential, Calibration: Reference, Eps: 1, Transform: fixed{}}).Validate(); err == nil {
+		t.Fatal("reference with a transform accepted")
+	}
+	for _, eps := range []float64{0, -1, math.Inf(1), math.NaN()} {
+		if err := (&Config{Method: Laplace, Eps: eps}).Validate(); err == nil {
+			t.Fatalf("eps %v accepted", eps)
+		}
+	}
+}
+
+type fixed struct{}
+
+func (fixed) Utility(s, pub, sMax float64) float64 { return 2*s + pub }
+func (fixed) Delta(d, sMax float64) float64       { return 2 * d }
+
+func TestTransformPlan(t *testing.T) {
+	cfg := Config{Method: Exponential, Kind: score.AA, Eps: 1, Transform: fixed{}}
+	p := cfg.Plan(Query{DeltaS: 1.5, SMax: 4})
+	if p.Delta != 3 || p.Scale != 6 || p.Utility(1, 1) != 3 {
+		t.Fatalf("transform plan %+v", p)
+	}
+	u := &mech.Utilities{Vals: []float64{1, 2, 3}, Blocks: []mech.Block{{Val: 0, Size: 100}}}
+	list, err := p.Sample(u, 5, randx.Seeded(1), nil)
+	if err != nil || len(list) != 5 {
+		t.Fatalf("sample %v %v", list, err)
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, n := range []string{"exponential", "laplace", "laplace-peeling", "staircase", "nonprivate", "public-only"} {
+		m, err := ParseMethod(n)
+		if err != nil || m.String() != n {
+			t.Fatalf("%s: %v %v", n, m, err)
+		}
+	}
+	if _, err := ParseMethod("gauss"); err == nil {
+		t.Fatal("unknown method accepted")
+	}
+	if c, err := ParseCalibration("reference"); err != nil || c != Reference {
+		t.Fatal("reference")
+	}
+	if _, err := ParseCalibration("x"); err == nil {
+		t.Fatal("unknown calibration accepted")
+	}
+	if e, ok := (&Config{Method: Laplace, Eps: 0.1}).Guarantee(1); e != 0.2 || !ok {
+		t.Fatal("one-shot Laplace K=1 claims 2 eps")
+	}
+	if _, ok := (&Config{Method: Laplace, Eps: 0.1}).Guarantee(3); ok {
+		t.Fatal("one-shot Laplace K>1 has no proof")
+	}
+}
