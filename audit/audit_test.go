@@ -47,7 +47,7 @@ func TestReferenceCalibrationFails(t *testing.T) {
 type brokenTransform struct{}
 
 func (brokenTransform) Utility(s, _, _ float64) float64 { return s }
-func (brokenTransform) Delta(d, _ float64) float64     { return d / 4 }
+func (brokenTransform) Delta(d, _ float64) float64      { return d / 4 }
 
 func TestBrokenCalibrationFails(t *testing.T) {
 	cfg := Default()

@@ -70,7 +70,7 @@ func TestReferencePlans(t *testing.T) {
 type fixed struct{}
 
 func (fixed) Utility(s, pub, sMax float64) float64 { return 2*s + pub }
-func (fixed) Delta(d, sMax float64) float64       { return 2 * d }
+func (fixed) Delta(d, sMax float64) float64        { return 2 * d }
 
 func TestTransformPlan(t *testing.T) {
 	cfg := Config{Method: Exponential, Kind: score.AA, Eps: 1, Transform: fixed{}}
