@@ -7,7 +7,8 @@ import (
 
 // Noise is a symmetric, continuous additive noise distribution usable by
 // NoisyTopK and SelectProbs. It is implemented by Laplace and
-// StaircaseParams only.
+// StaircaseParams only (the interface is sealed). Sample, PDF and CDF assume
+// valid parameters (Validate() == nil); the mechanisms validate for you.
 type Noise interface {
 	// Sample draws one value.
 	Sample(r *rand.Rand) float64
@@ -126,8 +127,8 @@ func (p StaircaseParams) Validate() error {
 	return nil
 }
 
-// OptimalGamma is Geng & Viswanath's variance-optimal γ*(eps) with the exact
-// exponent 1/3:
+// OptimalGamma is Geng & Viswanath's variance-optimal γ*(eps), eps > 0, with
+// the exact exponent 1/3:
 //
 //	γ* = -b/(1-b) + (b - 2b² + 2b⁴ - b⁵)^(1/3) / (2^(1/3) (1-b)²),  b = e^-eps,
 //

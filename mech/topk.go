@@ -207,7 +207,10 @@ func (w *workspace) sampleDistinct(m, t int, r *rand.Rand) []int {
 // E_(j+1) = E_(j) + Exp(m-j), G_(j) = c - scale*ln E_(j)), stopping at the
 // first one that cannot enter the top K, and the members behind them are a
 // uniformly random ordered sample of the block. Total cost
-// O(len(Vals) + len(Blocks) + k log k).
+// O(len(Vals) + len(Blocks) + k log k) plus at most min(k, m) order
+// statistics per block (usually one for a low-valued block). Once the heap
+// is full, most individual candidates are rejected with a cheap lower bound
+// of the logarithm instead of the logarithm itself; this changes no output.
 //
 // The result is written to dst[:0] (pass nil or a reused buffer).
 // Arguments are validated: k >= 1, finite scale >= 0, finite utilities,

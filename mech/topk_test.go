@@ -112,15 +112,19 @@ func TestInvalidArguments(t *testing.T) {
 func allMechs() map[string]func(u *Utilities, k int, r *rand.Rand, dst []int) ([]int, error) {
 	sp := StaircaseParams{Eps: 0.7, Delta: 1, Gamma: OptimalGamma(0.7)}
 	return map[string]func(u *Utilities, k int, r *rand.Rand, dst []int) ([]int, error){
-		"exp":        func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { return ExpTopK(u, k, 1.5, r, d) },
-		"exp0":       func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { return ExpTopK(u, k, 0, r, d) },
-		"exact":      func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { return ExactTopK(u, k, r, d) },
-		"laplace":    func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { return LaplaceTopK(u, k, 1.5, r, d) },
-		"laplace0":   func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { return LaplaceTopK(u, k, 0, r, d) },
-		"peel":       func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { return LaplacePeel(u, k, 1.5, r, d) },
-		"peel0":      func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { return LaplacePeel(u, k, 0, r, d) },
-		"staircase":  func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { return StaircaseTopK(u, k, sp, r, d) },
-		"staircase0": func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { sp0 := sp; sp0.Delta = 0; return StaircaseTopK(u, k, sp0, r, d) },
+		"exp":       func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { return ExpTopK(u, k, 1.5, r, d) },
+		"exp0":      func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { return ExpTopK(u, k, 0, r, d) },
+		"exact":     func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { return ExactTopK(u, k, r, d) },
+		"laplace":   func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { return LaplaceTopK(u, k, 1.5, r, d) },
+		"laplace0":  func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { return LaplaceTopK(u, k, 0, r, d) },
+		"peel":      func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { return LaplacePeel(u, k, 1.5, r, d) },
+		"peel0":     func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { return LaplacePeel(u, k, 0, r, d) },
+		"staircase": func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) { return StaircaseTopK(u, k, sp, r, d) },
+		"staircase0": func(u *Utilities, k int, r *rand.Rand, d []int) ([]int, error) {
+			sp0 := sp
+			sp0.Delta = 0
+			return StaircaseTopK(u, k, sp0, r, d)
+		},
 	}
 }
 
