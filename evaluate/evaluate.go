@@ -1,0 +1,198 @@
+// Package evaluate runs one evaluation cell of the paper's protocol: it
+// prepares DPLP's training data from a split (privacy-model §5: scores on
+// the split's training graph, non-protected pairs only in the clean
+// protocol), and releases and scores a top-K list for every evaluation query
+// under a calibrated mechanism.
+package evaluate
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/mech"
+	"github.com/dplp/dplp/metrics"
+	"github.com/dplp/dplp/protocol"
+	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/score"
+	"github.com/dplp/dplp/train"
+)
+
+// TrainingData scores the split's training pairs for the transform: every
+// training query's dev positives and negatives, scored on split.Train with
+// split.TrainProt, with Delta_s and S_max from the same scorer. Every
+// heldOutEvery-th training query (a deterministic choice by position) goes
+// to the held-out set used for early stopping and model selection;
+// heldOutEvery <= 0 means none.
+//
+// In the clean protocol split.Train is the public graph and dev pairs are
+// non-protected, so the data (and anything trained on it) is invariant
+// between neighbouring graphs. publicOnly restricts positives to
+// non-protected ones also in the reference protocol (what the authors'
+// DPLP-Lin trains on).
+func TrainingData(s *protocol.Split, kind score.Kind, heldOutEvery int, publicOnly bool) (tr, held []train.Query, err error) {
+	sc, err := score.New(s.Train, s.TrainProt, kind)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]train.Query, len(s.TrainQueries))
+	pos := make(map[int32]int, len(s.TrainQueries))
+	for i, q := range s.TrainQueries {
+		pos[q] = i
+	}
+	var mu sync.Mutex
+	scratch := make([][]int32, runtime.GOMAXPROCS(0))
+	err = sc.EachWorker(s.TrainQueries, func(w int, wk *score.Worker, r *score.Result) {
+		i := pos[r.U]
+		pp := s.DevPos[i]
+		if publicOnly {
+			scratch[w] = s.DevPosPublic(i, scratch[w])
+			pp = scratch[w]
+		}
+		q := train.Query{SMax: r.SMax, DeltaS: r.DeltaS,
+			Pos: make([]float64, len(pp)), PubPos: make([]float64, len(pp)),
+			Neg: make([]float64, len(s.DevNeg[i])), PubNeg: make([]float64, len(s.DevNeg[i]))}
+		for j, v := range pp {
+			q.Pos[j], q.PubPos[j] = wk.At(v)
+		}
+		for j, v := range s.DevNeg[i] {
+			q.Neg[j], q.PubNeg[j] = wk.At(v)
+		}
+		mu.Lock()
+		out[i] = q
+		mu.Unlock()
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, q := range out {
+		if q.SMax <= 0 || len(q.Pos) == 0 || len(q.Neg) == 0 {
+			continue
+		}
+		if heldOutEvery > 0 && i%heldOutEvery == heldOutEvery-1 {
+			held = append(held, q)
+		} else {
+			tr = append(tr, q)
+		}
+	}
+	if len(tr) == 0 {
+		return nil, nil, fmt.Errorf("evaluate: no training query has both positive and negative pairs")
+	}
+	return tr, held, nil
+}
+
+// Result is the outcome of one method on one split.
+type Result struct {
+	Mean    metrics.TopK // averaged over queries
+	Queries int
+	// ROCAUC is the mean full-list ROC-AUC of the (noise-free) utility over
+	// queries with both labels; meaningful for non-private rankings.
+	ROCAUC float64
+	// ZeroNoise counts queries released without noise (Delta = 0 in the
+	// rigorous mode; a(u) = 0 in the reference mode).
+	ZeroNoise int
+}
+
+// Run releases a top-k list for every evaluation query of the split under
+// cfg, scoring candidates on split.Test with split.Prot, and averages the
+// metrics. Noise for query i is drawn from randx.Derive(seed, i), so results
+// do not depend on scheduling.
+func Run(s *protocol.Split, cfg calib.Config, k int, seed uint64) (Result, error) {
+	if k < 1 {
+		return Result{}, fmt.Errorf("evaluate: k must be >= 1")
+	}
+	if err := cfg.Validate(); err != nil {
+		return Result{}, err
+	}
+	sc, err := score.New(s.Test, s.Prot, cfg.Kind)
+	if err != nil {
+		return Result{}, err
+	}
+	nw := runtime.GOMAXPROCS(0)
+	type acc struct {
+		cands []int32
+		u     mech.Utilities
+		picks []int
+		rel   []bool
+		pos   []float64
+		neg   []float64
+		_     [64]byte
+	}
+	accs := make([]acc, nw)
+	// Per-query results, summed in query order afterwards so that the
+	// floating-point total does not depend on scheduling.
+	perQ := make([]metrics.TopK, len(s.Queries))
+	rocQ := make([]float64, len(s.Queries))
+	zeroQ := make([]bool, len(s.Queries))
+	idx := make(map[int32]int, len(s.Queries))
+	for i, q := range s.Queries {
+		idx[q] = i
+	}
+	var firstErr atomic.Value
+	err = sc.EachWorker(s.Queries, func(w int, wk *score.Worker, r *score.Result) {
+		a := &accs[w]
+		i := idx[r.U]
+		info := calib.Query{DeltaS: r.DeltaS, SMax: r.SMax}
+		if s.RefA != nil {
+			info.RefA, info.RefMaxDeg = s.RefA[i], s.RefMaxDeg
+		}
+		plan := cfg.Plan(info)
+		zeroQ[i] = plan.Exact()
+		a.cands = s.Candidates(i, a.cands)
+		a.u.Vals = a.u.Vals[:0]
+		a.pos, a.neg = a.pos[:0], a.neg[:0]
+		for _, v := range a.cands {
+			sv, pv := wk.At(v)
+			q := plan.Utility(sv, pv)
+			a.u.Vals = append(a.u.Vals, q)
+			if s.Label(i, v) {
+				a.pos = append(a.pos, q)
+			} else {
+				a.neg = append(a.neg, q)
+			}
+		}
+		var err error
+		a.picks, err = plan.Sample(&a.u, k, randx.Derive(seed, uint64(i)), a.picks[:0])
+		if err != nil {
+			firstErr.CompareAndSwap(nil, err)
+			return
+		}
+		a.rel = a.rel[:0]
+		for _, p := range a.picks {
+			a.rel = append(a.rel, s.Label(i, a.cands[p]))
+		}
+		perQ[i] = metrics.Evaluate(a.rel, len(s.TestPos[i]), k)
+		rocQ[i] = metrics.ROCAUC(a.pos, a.neg)
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if e := firstErr.Load(); e != nil {
+		return Result{}, e.(error)
+	}
+	var res Result
+	var roc float64
+	var nroc int
+	for i := range perQ {
+		res.Mean.Add(perQ[i])
+		if zeroQ[i] {
+			res.ZeroNoise++
+		}
+		if !math.IsNaN(rocQ[i]) {
+			roc += rocQ[i]
+			nroc++
+		}
+	}
+	res.Queries = len(s.Queries)
+	if res.Queries > 0 {
+		res.Mean.Scale(1 / float64(res.Queries))
+	}
+	res.ROCAUC = math.NaN()
+	if nroc > 0 {
+		res.ROCAUC = roc / float64(nroc)
+	}
+	return res, nil
+}
