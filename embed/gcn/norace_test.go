@@ -1,0 +1,5 @@
+//go:build !race
+
+package gcn
+
+const raceEnabled = false
