@@ -5,6 +5,7 @@ import (
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/gen"
+	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/protocol"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/score"
@@ -71,4 +72,57 @@ func TestTrainingDataInvariant(t *testing.T) {
 			t.Fatalf("protected edge %d-%d in the training graph", u, v)
 		}
 	})
+}
+
+func TestTrainAndRunDPLP(t *testing.T) {
+	s := testSplit(t, protocol.Clean)
+	for _, v := range []string{"dplp", "dplp-lin", "dplp-umnn", "dplp-pub"} {
+		m, sum, err := TrainModel(s, score.AA, v, 1, TrainOptions{Epochs: 3}, 1)
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		r, err := Run(s, calib.Config{Method: calib.Exponential, Kind: score.AA, Eps: 1, Transform: m}, 30, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%-9s epochs %d best %d held-out %.3f: AUC@30 %.3f", v, sum.Epochs, sum.BestEpoch, sum.HeldOutAUC, r.Mean.AUC)
+		if r.Queries == 0 || r.Mean.AUC <= 0 {
+			t.Fatalf("%s: %+v", v, r)
+		}
+	}
+}
+
+func TestFitSplitUsesPublicData(t *testing.T) {
+	lg, err := gen.Latent(500, 2, 0.08, randx.Seeded(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := protect.Synthetic(lg.Graph, 0.3, 0.01, randx.Seeded(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := FitSplit(lg.Graph, p, FitConfig{}, randx.Seeded(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range s.TrainQueries {
+		for _, v := range s.DevPos[i] {
+			if p.Has(q, v) || !lg.HasEdge(q, v) || s.Train.HasEdge(q, v) {
+				t.Fatalf("bad positive %d-%d", q, v)
+			}
+		}
+		for _, v := range s.DevNeg[i] {
+			if p.Has(q, v) || lg.HasEdge(q, v) || v == q {
+				t.Fatalf("bad negative %d-%d", q, v)
+			}
+		}
+	}
+	s.Train.Edges(func(u, v int32) {
+		if p.Has(u, v) {
+			t.Fatal("protected edge in the training graph")
+		}
+	})
+	if _, _, err := TrainModel(s, score.CN, "dplp", 0.5, TrainOptions{Epochs: 2}, 1); err != nil {
+		t.Fatal(err)
+	}
 }

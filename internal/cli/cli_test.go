@@ -164,3 +164,90 @@ func TestAuditExitStatus(t *testing.T) {
 		t.Fatalf("reference audit must exit 1 with a warning: err %v\n%s", err, out)
 	}
 }
+
+func TestTrainRecommendDemo(t *testing.T) {
+	dir := t.TempDir()
+	g := filepath.Join(dir, "g.txt")
+	if _, _, err := run(t, "gen", "latent", "--n", "400", "--mean-degree", "12", "--out", g); err != nil {
+		t.Fatal(err)
+	}
+	prot := filepath.Join(dir, "prot.txt")
+	// Protect a few pairs, one of them a non-edge.
+	if err := os.WriteFile(prot, []byte("0 1\n2 3\n5 399\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mp := filepath.Join(dir, "m.json")
+	out, stderr, err := run(t, "train", "--graph", g, "--protected", prot, "--score", "cn", "--variant", "dplp", "--eps", "0.5", "--epochs", "3", "--out", mp)
+	if err != nil {
+		t.Fatalf("train: %v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "held-out AUC") || !strings.Contains(stderr, "epoch   1") {
+		t.Fatalf("train output %q %q", out, stderr)
+	}
+	ledger := filepath.Join(dir, "ledger.json")
+	args := []string{"recommend", "--model", mp, "--graph", g, "--protected", prot, "--user", "0,7", "--k", "5", "--seed", "3", "--ledger", ledger}
+	out, _, err = run(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "eps_p 0.5") || !strings.Contains(out, "NOT for deployment") || !strings.Contains(out, "2.5 per fresh list") {
+		t.Fatalf("recommend header: %s", out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || len(strings.Fields(strings.SplitN(lines[1], ":", 2)[1])) != 5 {
+		t.Fatalf("recommend lists: %q", lines)
+	}
+	// Asking again re-serves the same lists at no cost.
+	out2, _, err := run(t, args...)
+	if err != nil || !strings.Contains(out2, "re-served, no cost") || !strings.Contains(out2, "0 spent in this run") {
+		t.Fatalf("second run: %v\n%s", err, out2)
+	}
+	if strings.Split(out2, "\n")[1][len("0 (re-served, no cost)"):] != strings.Split(out, "\n")[1][len("0"):] {
+		t.Fatalf("re-served list differs:\n%s\n%s", out, out2)
+	}
+	// A corrupted model is refused.
+	raw, _ := os.ReadFile(mp)
+	os.WriteFile(mp, bytes.Replace(raw, []byte(`"eps_p": 0.5`), []byte(`"eps_p": 5`), 1), 0o644)
+	if _, _, err := run(t, args...); err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("tampered model accepted: %v", err)
+	}
+	for _, bad := range [][]string{
+		{"train", "--graph", g, "--protected", prot, "--score", "cn", "--eps", "0", "--out", mp},
+		{"train", "--graph", g, "--score", "cn", "--eps", "1", "--out", mp},
+		{"train", "--graph", g, "--protected", prot, "--score", "cn", "--eps", "1", "--variant", "big", "--out", mp},
+		{"recommend", "--model", mp, "--graph", g, "--protected", prot, "--all", "--k", "0"},
+	} {
+		if _, _, err := run(t, bad...); err == nil {
+			t.Fatalf("%v accepted", bad)
+		}
+	}
+
+	out, _, err = run(t, "demo", "--n", "500", "--epochs", "3", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var demo struct {
+		Seconds float64 `json:"seconds"`
+		Eps     float64 `json:"eps"`
+		K       int     `json:"k"`
+		Methods map[string]struct {
+			AUC       *float64 `json:"auc_at_k"`
+			Precision *float64 `json:"precision_at_k"`
+		} `json:"methods"`
+	}
+	if err := json.Unmarshal([]byte(out), &demo); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"nonprivate", "dplp", "dplp-lin", "exponential", "laplace", "staircase"} {
+		m, ok := demo.Methods[name]
+		if !ok || m.AUC == nil || m.Precision == nil {
+			t.Fatalf("demo JSON lacks %s: %s", name, out)
+		}
+	}
+	if demo.Eps != 0.1 || demo.K != 30 || demo.Seconds <= 0 {
+		t.Fatalf("demo JSON header: %s", out)
+	}
+	if *demo.Methods["nonprivate"].AUC <= *demo.Methods["exponential"].AUC {
+		t.Fatalf("non-private should beat the exponential mechanism: %s", out)
+	}
+}

@@ -1,0 +1,343 @@
+// Package model stores a trained DPLP transform for deployment: the
+// compiled monotone tables (privacy-model §5) and how they were obtained,
+// in a versioned JSON file protected by a SHA-256 checksum.
+//
+// File layout:
+//
+//	{"format_version": 1, "model": {...}, "sha256": "<hex>"}
+//
+// The checksum is over the canonical (compact encoding/json) form of
+// {"format_version": ..., "model": ...}, so the file may be re-indented
+// but any change to its content is detected. It guards against corruption
+// and accidental edits; it is not a signature (anyone can recompute it).
+package model
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/dplp/dplp/train"
+	"github.com/dplp/dplp/transform"
+)
+
+// FormatVersion is the file format this package writes and reads.
+const FormatVersion = 1
+
+// Errors returned (wrapped) by Load.
+var (
+	ErrVersion   = errors.New("model: unsupported format version")
+	ErrChecksum  = errors.New("model: checksum mismatch (file corrupted or edited)")
+	ErrMalformed = errors.New("model: malformed model file")
+)
+
+// Model is a deployable transform. Utility and Delta are safe for
+// concurrent use.
+type Model struct {
+	Score   string    `json:"score"`   // base score name, e.g. "aa"
+	Variant string    `json:"variant"` // train.Variant
+	EpsP    float64   `json:"eps_p"`   // eps_p the transform was trained for
+	Grid    int       `json:"grid"`    // table points over x = s/S_max in [0, 1]
+	F       []float64 `json:"f"`       // table of f
+	H       []float64 `json:"h,omitempty"`
+	Meta    Metadata  `json:"meta"`
+
+	f, h *transform.Table
+}
+
+// Metadata records how the model was trained.
+type Metadata struct {
+	Config         train.Config `json:"config"`
+	Epochs         int          `json:"epochs"` // epochs run
+	BestEpoch      int          `json:"best_epoch"`
+	HeldOutAUC     *float64     `json:"held_out_auc,omitempty"` // at BestEpoch; absent without held-out data
+	EarlyStopped   bool         `json:"early_stopped"`
+	TrainQueries   int          `json:"train_queries"`
+	SkippedQueries int          `json:"skipped_queries"`
+	Seed           *uint64      `json:"seed,omitempty"` // absent: crypto-seeded run
+	Dataset        string       `json:"dataset"`        // free-form description of the training data
+	Created        time.Time    `json:"created"`
+}
+
+// Info is what New needs beyond the training result.
+type Info struct {
+	Score   string
+	Dataset string
+	Seed    *uint64   // the seed of a seeded run, nil otherwise
+	Grid    int       // table points; 0 = transform.DefaultGrid
+	Created time.Time // zero = now
+}
+
+// New compiles res into a model. The tables are normalised so that
+// f(0) = 0 and f(1) = 1 (h is shifted to h(0) = 0 and scaled by the same
+// factor): adding a constant to a utility or scaling it by a positive
+// factor changes neither the mechanism's distribution (it samples from
+// q/Delta_q) nor the exact top-K, so this only makes files comparable.
+func New(res *train.Result, info Info) (*Model, error) {
+	if res == nil || res.F == nil {
+		return nil, errors.New("model: no trained transform")
+	}
+	if res.Config.Variant.Public() != (res.H != nil) {
+		return nil, fmt.Errorf("model: variant %s and public transform presence disagree", res.Config.Variant)
+	}
+	if eps := res.Config.Eps; !(eps > 0) || math.IsInf(eps, 0) {
+		return nil, fmt.Errorf("model: eps_p = %v cannot be stored (want positive and finite)", eps)
+	}
+	grid := info.Grid
+	if grid == 0 {
+		grid = transform.DefaultGrid
+	}
+	ft, ht, err := res.Tables(grid)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	fv := ft.Values()
+	var hv []float64
+	if ht != nil {
+		hv = ht.Values()
+	}
+	if R := fv[len(fv)-1] - fv[0]; R > 0 {
+		f0 := fv[0]
+		for i := range fv {
+			fv[i] = (fv[i] - f0) / R
+		}
+		if hv != nil {
+			h0 := hv[0]
+			for i := range hv {
+				hv[i] = (hv[i] - h0) / R
+			}
+		}
+	}
+	created := info.Created
+	if created.IsZero() {
+		created = time.Now()
+	}
+	m := &Model{
+		Score:   info.Score,
+		Variant: string(res.Config.Variant),
+		EpsP:    res.Config.Eps,
+		Grid:    grid,
+		F:       fv,
+		H:       hv,
+		Meta: Metadata{
+			Config:         res.Config,
+			BestEpoch:      res.BestEpoch,
+			EarlyStopped:   res.EarlyStopped,
+			TrainQueries:   res.TrainQueries,
+			SkippedQueries: res.SkippedQueries,
+			Seed:           info.Seed,
+			Dataset:        info.Dataset,
+			Created:        created.UTC().Round(0),
+		},
+	}
+	m.Meta.Config.OnEpoch = nil // not data
+	if n := len(res.History); n > 0 {
+		m.Meta.Epochs = res.History[n-1].Epoch
+	}
+	if a := res.BestAUC; !math.IsNaN(a) && !math.IsInf(a, 0) {
+		m.Meta.HeldOutAUC = &a
+	}
+	if err := m.init(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// init validates the exported fields and builds the tables.
+func (m *Model) init() error {
+	v, err := train.ParseVariant(m.Variant)
+	if err != nil {
+		return err
+	}
+	if !(m.EpsP > 0) || math.IsInf(m.EpsP, 0) {
+		return fmt.Errorf("model: eps_p = %v", m.EpsP)
+	}
+	if m.Grid < 2 || len(m.F) != m.Grid {
+		return fmt.Errorf("model: grid %d with %d f values", m.Grid, len(m.F))
+	}
+	if v.Public() != (m.H != nil) || (m.H != nil && len(m.H) != m.Grid) {
+		return fmt.Errorf("model: variant %s with %d h values (grid %d)", v, len(m.H), m.Grid)
+	}
+	if m.f, err = transform.NewTable(m.F); err != nil {
+		return fmt.Errorf("model: f: %w", err)
+	}
+	if m.H != nil {
+		if m.h, err = transform.NewTable(m.H); err != nil {
+			return fmt.Errorf("model: h: %w", err)
+		}
+	}
+	return nil
+}
+
+// Public reports whether the utility uses the public score.
+func (m *Model) Public() bool { return m.h != nil }
+
+// Tables returns the compiled tables (h is nil unless Public).
+func (m *Model) Tables() (f, h *transform.Table) { return m.f, m.h }
+
+// Utility returns f(s/sMax), plus h(sPub/sMax) for the public variant
+// (sPub is ignored otherwise). Arguments outside [0, sMax] are clamped;
+// sMax <= 0 maps every score to x = 0. NaN propagates.
+func (m *Model) Utility(s, sPub, sMax float64) float64 {
+	u := m.f.Eval(ratio(s, sMax))
+	if m.h != nil {
+		u += m.h.Eval(ratio(sPub, sMax))
+	}
+	return u
+}
+
+func ratio(s, sMax float64) float64 {
+	if !(sMax > 0) {
+		if s != s {
+			return s
+		}
+		return 0
+	}
+	return s / sMax
+}
+
+// Delta returns the exact sensitivity of the utility for a query with
+// base-score sensitivity deltaS and bound sMax: the table Delta of f at
+// deltaS/sMax (h(s_pub) is invariant and adds nothing, privacy-model §10).
+// deltaS = 0 gives exactly 0 (release the exact top-K); sMax <= 0 with
+// deltaS > 0 gives f(1) - f(0); a negative or NaN deltaS gives +Inf, which
+// makes the mechanism uniform (fail-safe).
+func (m *Model) Delta(deltaS, sMax float64) float64 {
+	switch {
+	case deltaS == 0:
+		return 0
+	case !(deltaS > 0):
+		return math.Inf(1)
+	case !(sMax > 0):
+		return m.f.Delta(1)
+	}
+	return m.f.Delta(deltaS / sMax)
+}
+
+// envelope is the file; content is what the checksum covers.
+type envelope struct {
+	FormatVersion int             `json:"format_version"`
+	Model         json.RawMessage `json:"model"`
+	SHA256        string          `json:"sha256"`
+}
+
+type content struct {
+	FormatVersion int    `json:"format_version"`
+	Model         *Model `json:"model"`
+}
+
+func checksum(m *Model) (string, []byte, error) {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return "", nil, fmt.Errorf("model: encode: %w", err)
+	}
+	c, err := json.Marshal(content{FormatVersion: FormatVersion, Model: m})
+	if err != nil {
+		return "", nil, fmt.Errorf("model: encode: %w", err)
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:]), body, nil
+}
+
+// Save writes m to path atomically (temporary file, then rename).
+func Save(path string, m *Model) error {
+	if m == nil {
+		return errors.New("model: nil model")
+	}
+	if err := m.init(); err != nil {
+		return err
+	}
+	sum, body, err := checksum(m)
+	if err != nil {
+		return err
+	}
+	out, err := json.MarshalIndent(envelope{FormatVersion: FormatVersion, Model: body, SHA256: sum}, "", " ")
+	if err != nil {
+		return fmt.Errorf("model: encode: %w", err)
+	}
+	out = append(out, '\n')
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after a successful rename
+	if _, err := tmp.Write(out); err != nil {
+		tmp.Close()
+		return fmt.Errorf("model: write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("model: write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("model: write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	return nil
+}
+
+// Load reads and verifies a model file. Errors wrap ErrVersion,
+// ErrChecksum or ErrMalformed where they apply.
+func Load(path string) (*Model, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	var head struct {
+		FormatVersion *int `json:"format_version"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, path, err)
+	}
+	if head.FormatVersion == nil {
+		return nil, fmt.Errorf("%w: %s: no format_version", ErrMalformed, path)
+	}
+	if *head.FormatVersion != FormatVersion {
+		return nil, fmt.Errorf("%w: %s has version %d, this build reads %d", ErrVersion, path, *head.FormatVersion, FormatVersion)
+	}
+	var env envelope
+	if err := strictDecode(data, &env); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, path, err)
+	}
+	if len(env.Model) == 0 || env.SHA256 == "" {
+		return nil, fmt.Errorf("%w: %s: missing model or sha256", ErrMalformed, path)
+	}
+	m := new(Model)
+	if err := strictDecode(env.Model, m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, path, err)
+	}
+	sum, _, err := checksum(m)
+	if err != nil {
+		return nil, err
+	}
+	if sum != env.SHA256 {
+		return nil, fmt.Errorf("%w: %s", ErrChecksum, path)
+	}
+	if err := m.init(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, path, err)
+	}
+	return m, nil
+}
+
+// strictDecode rejects unknown fields (they would escape the checksum) and
+// trailing data.
+func strictDecode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after JSON value")
+	}
+	return nil
+}

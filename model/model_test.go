@@ -1,0 +1,249 @@
+package model
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dplp/dplp/train"
+	"github.com/dplp/dplp/transform"
+)
+
+func trained(t *testing.T, v train.Variant) *train.Result {
+	t.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	mk := func(n int) []train.Query {
+		qs := make([]train.Query, n)
+		for i := range qs {
+			q := train.Query{SMax: 10, DeltaS: 1 + r.Float64()}
+			for k := 0; k < 4; k++ {
+				q.Pos = append(q.Pos, math.Floor(10*math.Sqrt(r.Float64())))
+				q.PubPos = append(q.PubPos, 10*r.Float64())
+			}
+			for k := 0; k < 30; k++ {
+				q.Neg = append(q.Neg, math.Floor(10*r.Float64()*r.Float64()))
+				q.PubNeg = append(q.PubNeg, 10*r.Float64()*r.Float64())
+			}
+			if !v.Public() {
+				q.PubPos, q.PubNeg = nil, nil
+			}
+			qs[i] = q
+		}
+		return qs
+	}
+	cfg := train.DefaultConfig(v, 0.5)
+	cfg.Epochs = 2
+	cfg.Hidden, cfg.QuadNodes = []int{5}, 12
+	res, err := train.Train(cfg, mk(20), mk(10), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func newModel(t *testing.T, v train.Variant) *Model {
+	t.Helper()
+	seed := uint64(42)
+	m, err := New(trained(t, v), Info{Score: "aa", Dataset: "synthetic <test>", Seed: &seed, Grid: 201,
+		Created: time.Date(2024, 5, 6, 7, 8, 9, 123, time.FixedZone("x", 3600))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestRoundTrip(t *testing.T) {
+	for _, v := range train.Variants() {
+		m := newModel(t, v)
+		path := filepath.Join(t.TempDir(), "m.json")
+		if err := Save(path, m); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := json.Marshal(m)
+		b, _ := json.Marshal(got)
+		if !bytes.Equal(a, b) || !reflect.DeepEqual(m.F, got.F) || !reflect.DeepEqual(m.Meta.Config, got.Meta.Config) {
+			t.Errorf("%s: round trip differs:\n%s\n%s", v, a, b)
+		}
+		r := rand.New(rand.NewPCG(3, 4))
+		for i := 0; i < 200; i++ {
+			s, sp, sMax, ds := 12*r.Float64(), 12*r.Float64(), 10*r.Float64(), r.Float64()
+			if m.Utility(s, sp, sMax) != got.Utility(s, sp, sMax) || m.Delta(ds, sMax) != got.Delta(ds, sMax) {
+				t.Fatalf("%s: loaded model evaluates differently", v)
+			}
+		}
+		if got.Meta.Seed == nil || *got.Meta.Seed != 42 || got.Meta.Dataset != "synthetic <test>" ||
+			got.Meta.Created.Location() != time.UTC || got.Meta.HeldOutAUC == nil || got.Meta.Config.Variant != v {
+			t.Errorf("%s: metadata %+v", v, got.Meta)
+		}
+		if got.Public() != v.Public() {
+			t.Errorf("%s: Public %v", v, got.Public())
+		}
+	}
+}
+
+func TestTamperedFileRejected(t *testing.T) {
+	m := newModel(t, train.DPLP)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.json")
+	if err := Save(path, m); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+
+	// Change one table value (keep the table monotone and the JSON valid).
+	var env map[string]json.RawMessage
+	_ = json.Unmarshal(data, &env)
+	var body map[string]any
+	_ = json.Unmarshal(env["model"], &body)
+	f := body["f"].([]any)
+	f[100] = f[100].(float64) + 1e-12
+	env["model"], _ = json.Marshal(body)
+	tampered, _ := json.Marshal(env)
+	check := func(name string, b []byte, want error) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(p)
+		if !errors.Is(err, want) {
+			t.Errorf("%s: error %v, want %v", name, err, want)
+		}
+	}
+	check("value.json", tampered, ErrChecksum)
+	check("dataset.json", bytes.Replace(data, []byte("synthetic"), []byte("synthetik"), 1), ErrChecksum)
+	check("eps.json", bytes.Replace(data, []byte(`"eps_p": 0.5`), []byte(`"eps_p": 5`), 1), ErrChecksum)
+	check("truncated.json", data[:len(data)/2], ErrMalformed)
+	check("garbage.json", []byte("not json"), ErrMalformed)
+	check("noversion.json", []byte(`{"model": {}, "sha256": "00"}`), ErrMalformed)
+	check("extra.json", bytes.Replace(data, []byte(`"score"`), []byte(`"extra": 1, "score"`), 1), ErrMalformed)
+	check("trailing.json", append(append([]byte{}, data...), []byte("{}")...), ErrMalformed)
+
+	// Re-indenting does not change the content: still loads.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, data); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "compact.json")
+	_ = os.WriteFile(p, compact.Bytes(), 0o644)
+	if _, err := Load(p); err != nil {
+		t.Errorf("compacted file rejected: %v", err)
+	}
+}
+
+func TestWrongVersionRejected(t *testing.T) {
+	m := newModel(t, train.Lin)
+	path := filepath.Join(t.TempDir(), "m.json")
+	if err := Save(path, m); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	bad := bytes.Replace(data, []byte(`"format_version": 1`), []byte(`"format_version": 2`), 1)
+	if bytes.Equal(bad, data) {
+		t.Fatal("version field not found")
+	}
+	_ = os.WriteFile(path, bad, 0o644)
+	_, err := Load(path)
+	if !errors.Is(err, ErrVersion) || !strings.Contains(err.Error(), "version 2") {
+		t.Errorf("error %v, want ErrVersion", err)
+	}
+}
+
+// A file with a valid checksum but a decreasing table is still rejected.
+func TestInvalidContentRejected(t *testing.T) {
+	m := newModel(t, train.Lin)
+	m.F[5], m.F[6] = m.F[6], m.F[5]-1
+	sum, body, err := checksum(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(envelope{FormatVersion: FormatVersion, Model: body, SHA256: sum})
+	path := filepath.Join(t.TempDir(), "m.json")
+	_ = os.WriteFile(path, out, 0o644)
+	if _, err := Load(path); !errors.Is(err, ErrMalformed) {
+		t.Errorf("error %v, want ErrMalformed", err)
+	}
+	if err := Save(path, m); err == nil {
+		t.Error("Save accepted a decreasing table")
+	}
+}
+
+func TestUtilityAndDelta(t *testing.T) {
+	res := trained(t, train.DPLPPub)
+	m, err := New(res, Info{Score: "cn", Grid: 301})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.F[0] != 0 || math.Abs(m.F[300]-1) > 1e-15 || m.H[0] != 0 {
+		t.Errorf("tables not normalised: f(0)=%v f(1)=%v h(0)=%v", m.F[0], m.F[300], m.H[0])
+	}
+	f, h := m.Tables()
+	rf, rh, _ := res.Tables(301)
+	// Normalisation leaves utility/Delta unchanged.
+	for _, c := range []struct{ s, sp, sMax, ds float64 }{{3, 4, 10, 1}, {0, 9, 10, 0.5}, {10, 0, 10, 3}} {
+		got := m.Utility(c.s, c.sp, c.sMax) / m.Delta(c.ds, c.sMax)
+		want := (rf.Eval(c.s/c.sMax) + rh.Eval(c.sp/c.sMax)) / rf.Delta(c.ds/c.sMax)
+		if math.Abs(got-want) > 1e-9*math.Abs(want) {
+			t.Errorf("%+v: utility/Delta %v, raw tables give %v", c, got, want)
+		}
+		if u := m.Utility(c.s, c.sp, c.sMax); u != f.Eval(c.s/c.sMax)+h.Eval(c.sp/c.sMax) {
+			t.Errorf("utility %v is not f + h", u)
+		}
+	}
+	if m.Delta(0, 10) != 0 {
+		t.Error("Delta(0) must be exactly 0")
+	}
+	for _, ds := range []float64{-1, math.NaN()} {
+		if !math.IsInf(m.Delta(ds, 10), 1) {
+			t.Errorf("Delta(%v) not +Inf", ds)
+		}
+	}
+	if got := m.Delta(1, 0); math.Abs(got-1) > 1e-9 {
+		t.Errorf("Delta with sMax=0: %v, want f(1)-f(0) = 1", got)
+	}
+	if m.Delta(0.5, 10) != f.Delta(0.05) {
+		t.Error("Delta must use f's table only")
+	}
+	if m.Utility(20, 0, 10) != m.Utility(10, 0, 10) || m.Utility(-1, 0, 10) != m.Utility(0, 0, 10) {
+		t.Error("scores outside [0, sMax] not clamped")
+	}
+	if m.Utility(0, 0, 0) != f.Eval(0)+h.Eval(0) {
+		t.Error("sMax = 0 must map to x = 0")
+	}
+}
+
+func TestNewRejects(t *testing.T) {
+	res := trained(t, train.Lin)
+	if _, err := New(nil, Info{}); err == nil {
+		t.Error("nil result accepted")
+	}
+	bad := *res
+	bad.Config.Eps = math.Inf(1)
+	if _, err := New(&bad, Info{}); err == nil {
+		t.Error("infinite eps accepted")
+	}
+	bad = *res
+	bad.H = res.F
+	if _, err := New(&bad, Info{}); err == nil {
+		t.Error("h for a non-public variant accepted")
+	}
+	if _, err := New(res, Info{Grid: 1}); err == nil {
+		t.Error("grid 1 accepted")
+	}
+	m, err := New(res, Info{})
+	if err != nil || m.Grid != transform.DefaultGrid {
+		t.Errorf("default grid: %v %v", m, err)
+	}
+}

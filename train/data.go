@@ -1,0 +1,129 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// Query is one query node's training (or held-out) data: base scores of
+// its positive and negative candidate pairs, and the invariant per-query
+// bounds. Scores must lie in [0, SMax] (a relative slack of 1e-9 is
+// clamped); x = s / SMax.
+type Query struct {
+	SMax   float64   // invariant upper bound S_max(u) > 0
+	DeltaS float64   // base-score sensitivity Delta_s(u) >= 0
+	Pos    []float64 // scores s(u, v) of positive pairs
+	Neg    []float64 // scores of negative pairs
+	PubPos []float64 // public scores s_pub of the same pairs (dplp-pub only)
+	PubNeg []float64
+}
+
+// prepQuery is a query reduced to distinct x values: the transform is
+// evaluated once per distinct value and gradients are accumulated per
+// distinct value.
+type prepQuery struct {
+	dx         float64   // DeltaS/SMax; 0 means nothing can move (exact top-K)
+	xs         []float64 // distinct x, ascending
+	pos, neg   []int32   // candidate -> index into xs
+	xp         []float64 // distinct public x (dplp-pub)
+	ppos, pneg []int32
+}
+
+func (q *prepQuery) pairs() float64 { return float64(len(q.pos)) * float64(len(q.neg)) }
+
+// prepare validates and reduces queries in parallel. what names the set in
+// errors.
+func prepare(qs []Query, pub bool, quantize int, what string) ([]prepQuery, error) {
+	out := make([]prepQuery, len(qs))
+	errs := make([]error, len(qs))
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(qs)))
+	var wg sync.WaitGroup
+	next := make(chan int, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []float64
+			for i := range next {
+				out[i], buf, errs[i] = prepOne(&qs[i], pub, quantize, buf)
+			}
+		}()
+	}
+	for i := range qs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("train: %s query %d: %w", what, i, err)
+		}
+	}
+	return out, nil
+}
+
+func prepOne(q *Query, pub bool, quantize int, buf []float64) (prepQuery, []float64, error) {
+	var p prepQuery
+	if !(q.SMax > 0) || math.IsInf(q.SMax, 0) {
+		return p, buf, fmt.Errorf("SMax = %v, want positive and finite", q.SMax)
+	}
+	if !(q.DeltaS >= 0) || math.IsInf(q.DeltaS, 0) {
+		return p, buf, fmt.Errorf("DeltaS = %v, want >= 0 and finite", q.DeltaS)
+	}
+	p.dx = q.DeltaS / q.SMax
+	var err error
+	if p.xs, p.pos, p.neg, buf, err = distinct(q.Pos, q.Neg, q.SMax, quantize, buf); err != nil {
+		return p, buf, err
+	}
+	if pub {
+		if len(q.PubPos) != len(q.Pos) || len(q.PubNeg) != len(q.Neg) {
+			return p, buf, fmt.Errorf("public scores (%d, %d) do not match pairs (%d, %d)",
+				len(q.PubPos), len(q.PubNeg), len(q.Pos), len(q.Neg))
+		}
+		if p.xp, p.ppos, p.pneg, buf, err = distinct(q.PubPos, q.PubNeg, q.SMax, quantize, buf); err != nil {
+			return p, buf, fmt.Errorf("public %w", err)
+		}
+	}
+	return p, buf, nil
+}
+
+// distinct maps scores to x = s/sMax, optionally snapped to a grid, and
+// returns the distinct values with each candidate's index.
+func distinct(pos, neg []float64, sMax float64, quantize int, buf []float64) ([]float64, []int32, []int32, []float64, error) {
+	toX := func(s float64) (float64, error) {
+		if !(s >= -1e-9*sMax && s <= sMax*(1+1e-9)) {
+			return 0, fmt.Errorf("score %v outside [0, SMax = %v]", s, sMax)
+		}
+		x := min(max(s/sMax, 0), 1)
+		if quantize > 1 {
+			x = math.Round(x*float64(quantize-1)) / float64(quantize-1)
+		}
+		return x, nil
+	}
+	buf = buf[:0]
+	for _, list := range [2][]float64{pos, neg} {
+		for _, s := range list {
+			x, err := toX(s)
+			if err != nil {
+				return nil, nil, nil, buf, err
+			}
+			buf = append(buf, x)
+		}
+	}
+	xs := slices.Clone(buf)
+	slices.Sort(xs)
+	xs = slices.Compact(xs)
+	xs = slices.Clip(xs)
+	idx := func(list []float64, off int) []int32 {
+		out := make([]int32, len(list))
+		for i := range list {
+			out[i] = int32(sort.SearchFloat64s(xs, buf[off+i]))
+		}
+		return out
+	}
+	return xs, idx(pos, 0), idx(neg, len(pos)), buf, nil
+}

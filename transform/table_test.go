@@ -1,0 +1,154 @@
+package transform
+
+import (
+	"math"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// wiggle is a deliberately non-monotone Transform stub.
+type wiggle struct{ Transform }
+
+func (wiggle) Eval(x float64) float64 { return x + 0.1*math.Sin(40*x) }
+
+func TestCompileEnforcesMonotonicity(t *testing.T) {
+	tab, err := Compile(wiggle{}, 1001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := tab.Values()
+	for i := 1; i < len(v); i++ {
+		if v[i] < v[i-1] {
+			t.Fatalf("decreasing at %d", i)
+		}
+		want := math.Max(v[i-1], wiggle{}.Eval(float64(i)/1000))
+		if v[i] != want {
+			t.Fatalf("point %d: %v, want running max %v", i, v[i], want)
+		}
+	}
+	if _, err := Compile(wiggle{}, 1); err == nil {
+		t.Error("grid 1 accepted")
+	}
+}
+
+func TestCompileMatchesTransform(t *testing.T) {
+	tr, _ := New(Spec{Kind: KindDPLP}, rng(9))
+	tab, err := Compile(tr, DefaultGrid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i <= 1000; i += 37 {
+		x := float64(i) / 1000
+		if relErr(tab.Eval(x), tr.Eval(x)) > 1e-9 {
+			t.Errorf("x=%v: table %v transform %v", x, tab.Eval(x), tr.Eval(x))
+		}
+	}
+}
+
+func TestTableEval(t *testing.T) {
+	tab, err := NewTable([]float64{0, 1, 1, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ x, want float64 }{
+		{-1, 0}, {0, 0}, {1.0 / 6, 0.5}, {1.0 / 3, 1}, {0.5, 1}, {5.0 / 6, 2.5}, {1, 4}, {9, 4},
+	}
+	for _, c := range cases {
+		if got := tab.Eval(c.x); math.Abs(got-c.want) > 1e-15 {
+			t.Errorf("Eval(%v) = %v, want %v", c.x, got, c.want)
+		}
+	}
+	if !math.IsNaN(tab.Eval(math.NaN())) {
+		t.Error("NaN not propagated")
+	}
+}
+
+func TestNewTableRejectsBadValues(t *testing.T) {
+	for _, v := range [][]float64{nil, {1}, {0, 2, 1}, {0, math.NaN()}, {0, math.Inf(1)}} {
+		if _, err := NewTable(v); err == nil {
+			t.Errorf("%v accepted", v)
+		}
+	}
+}
+
+func TestDeltaKnownValues(t *testing.T) {
+	tab, _ := NewTable([]float64{0, 0, 1, 1}) // ramp of slope 3 on [1/3, 2/3]
+	cases := []struct{ dx, want float64 }{
+		{0, 0}, {0.1, 0.3}, {1.0 / 3, 1}, {0.5, 1}, {1, 1}, {3, 1},
+	}
+	for _, c := range cases {
+		if got := tab.Delta(c.dx); math.Abs(got-c.want) > 1e-12 || got < c.want-1e-15 {
+			t.Errorf("Delta(%v) = %v, want %v", c.dx, got, c.want)
+		}
+	}
+	if tab.Delta(0) != 0 {
+		t.Error("Delta(0) must be exactly 0")
+	}
+	for _, dx := range []float64{-0.1, math.NaN()} {
+		if !math.IsInf(tab.Delta(dx), 1) {
+			t.Errorf("Delta(%v) not +Inf", dx)
+		}
+	}
+	// Convex table: the sup sits at the top end, x = 1 - dx.
+	sq, _ := NewTable([]float64{0, 1, 4, 9, 16})
+	if got, want := sq.Delta(0.3), 16-sq.Eval(0.7); math.Abs(got-want) > 1e-12 {
+		t.Errorf("convex Delta %v, want %v", got, want)
+	}
+}
+
+// TestDeltaIsExactSupremum checks Delta against a brute force over a very
+// fine grid of x: never exceeded, matched up to the grid's resolution, and
+// attained at the returned maximiser.
+func TestDeltaIsExactSupremum(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		m := rapid.IntRange(2, 40).Draw(rt, "m")
+		v := make([]float64, m)
+		for i := 1; i < m; i++ {
+			step := 0.0
+			switch rapid.IntRange(0, 3).Draw(rt, "kind") {
+			case 0: // flat
+			case 1:
+				step = rapid.Float64Range(0, 1).Draw(rt, "small")
+			default:
+				step = rapid.Float64Range(0, 100).Draw(rt, "big")
+			}
+			v[i] = v[i-1] + step
+		}
+		offset := rapid.Float64Range(-1000, 1000).Draw(rt, "offset")
+		for i := range v {
+			v[i] += offset
+		}
+		tab, err := NewTable(v)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		dx := rapid.Float64Range(1e-6, 1.2).Draw(rt, "dx")
+		delta, arg := tab.delta(dx)
+		const fine = 200000
+		var bf, maxSlope float64
+		bf = math.Inf(-1)
+		for i := 0; i <= fine; i++ {
+			x := float64(i) / fine
+			d := tab.Eval(math.Min(x+dx, 1)) - tab.Eval(x)
+			if d > delta {
+				rt.Fatalf("x=%v: difference %v exceeds Delta %v", x, d, delta)
+			}
+			bf = math.Max(bf, d)
+		}
+		for i := 1; i < m; i++ {
+			maxSlope = math.Max(maxSlope, (v[i]-v[i-1])*float64(m-1))
+		}
+		scale := math.Max(1, math.Abs(v[m-1])+math.Abs(v[0]))
+		if delta-bf > 2*maxSlope/fine+1e-9*scale {
+			rt.Fatalf("Delta %v above brute force %v by more than grid resolution", delta, bf)
+		}
+		att := tab.Eval(math.Min(arg+dx, 1)) - tab.Eval(arg)
+		if math.Abs(att-delta) > 1e-9*scale {
+			rt.Fatalf("Delta %v not attained at x=%v (%v)", delta, arg, att)
+		}
+		if dx >= 1 && math.Abs(delta-(v[m-1]-v[0])) > 1e-9*scale {
+			rt.Fatalf("dx>=1: Delta %v, want T(1)-T(0) = %v", delta, v[m-1]-v[0])
+		}
+	})
+}
