@@ -3,6 +3,7 @@ package evaluate
 import (
 	"testing"
 
+	"github.com/dplp/dplp/audit"
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/protect"
@@ -124,5 +125,26 @@ func TestFitSplitUsesPublicData(t *testing.T) {
 	})
 	if _, _, err := TrainModel(s, score.CN, "dplp", 0.5, TrainOptions{Epochs: 2}, 1); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestAuditTrainedTransforms(t *testing.T) {
+	for _, v := range []string{"dplp", "lin", "umnn", "dplp-pub"} {
+		tr, err := SyntheticTransforms(score.Kinds(), v, 0.5, 3, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := audit.Default()
+		cfg.Graphs = 2
+		cfg.ChiSamples = 3000
+		cfg.Methods = []calib.Method{calib.Exponential}
+		cfg.Transforms, cfg.Label = tr, v
+		rep, err := audit.Run(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.Passed() || rep.Cases == 0 {
+			t.Fatalf("%s: audit failed: %+v", v, rep.Worst)
+		}
 	}
 }

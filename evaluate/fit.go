@@ -5,9 +5,13 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/protocol"
+	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/score"
 )
 
 // FitConfig controls FitSplit.
@@ -88,4 +92,32 @@ func FitSplit(g *graph.Graph, p *protect.Set, cfg FitConfig, rng *rand.Rand) (*p
 	}
 	s.Train = pub.Without(func(u, v int32) bool { return held[graph.Edge{U: u, V: v}] })
 	return s, nil
+}
+
+// SyntheticTransforms trains variant for each score kind on a seeded
+// latent-space graph (public data only, as FitSplit) and returns the
+// compiled models, for auditing learned utilities on small graphs: a
+// compiled table maps x = s/S_max in [0, 1], so it applies to any graph.
+func SyntheticTransforms(kinds []score.Kind, variant string, eps float64, epochs int, seed uint64) (map[score.Kind]calib.Transform, error) {
+	lg, err := gen.Latent(600, 2, 0.06, randx.Derive(seed, 0x73796e))
+	if err != nil {
+		return nil, err
+	}
+	p, err := protect.Synthetic(lg.Graph, 0.3, 0.01, randx.Derive(seed, 0x70))
+	if err != nil {
+		return nil, err
+	}
+	s, err := FitSplit(lg.Graph, p, FitConfig{}, randx.Derive(seed, 0x66))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[score.Kind]calib.Transform, len(kinds))
+	for _, k := range kinds {
+		m, _, err := TrainModel(s, k, variant, eps, TrainOptions{Epochs: epochs}, seed)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = m
+	}
+	return out, nil
 }

@@ -7,15 +7,19 @@ import (
 
 	"github.com/dplp/dplp/audit"
 	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/evaluate"
+	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/score"
 	"github.com/spf13/cobra"
 )
 
 func newAuditCmd() *cobra.Command {
 	var (
-		cal             string
-		kinds, methods  []string
-		asJSON, verbose bool
+		cal                string
+		kinds, methods     []string
+		asJSON, verbose    bool
+		variant, modelPath string
+		epochs             int
 	)
 	cfg := audit.Default()
 	cmd := &cobra.Command{
@@ -33,7 +37,9 @@ unchanged, and chi-square tests of each sampler against the exact distribution.
 Prints cases, the worst log-ratio, its bound, violations and the worst case
 (graph, u, w, toggled pairs). --json prints one object with keys cases,
 worst_log_ratio, bound, violations (and details). Exit status 1 when anything
-fails. --calibration reference audits the authors' calibration, which fails.`,
+fails. --calibration reference audits the authors' calibration, which fails.
+--variant V (or --model FILE) audits DPLP's learned utilities: the compiled
+monotone table f (plus h(s_pub) for dplp-pub) with Delta_f computed exactly.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -61,6 +67,39 @@ fails. --calibration reference audits the authors' calibration, which fails.`,
 			}
 			if err := checkPos("eps", cfg.Eps); err != nil {
 				return err
+			}
+			switch {
+			case variant != "" && modelPath != "":
+				return fmt.Errorf("give either --variant or --model, not both")
+			case variant != "" || modelPath != "":
+				if cfg.Calibration == calib.Reference {
+					return fmt.Errorf("the reference calibration applies to raw scores only")
+				}
+				if !cmd.Flags().Changed("method") {
+					cfg.Methods = []calib.Method{calib.Exponential}
+				}
+				if modelPath != "" {
+					m, err := model.Load(modelPath)
+					if err != nil {
+						return err
+					}
+					sk, err := score.ParseKind(m.Score)
+					if err != nil {
+						return err
+					}
+					cfg.Kinds = []score.Kind{sk}
+					cfg.Transforms = map[score.Kind]calib.Transform{sk: m}
+					cfg.Label = "model " + modelPath + " (" + m.Variant + ")"
+					break
+				}
+				v, err := evaluate.ParseVariant(variant)
+				if err != nil {
+					return err
+				}
+				if cfg.Transforms, err = evaluate.SyntheticTransforms(cfg.Kinds, string(v), cfg.Eps, epochs, cfg.Seed); err != nil {
+					return err
+				}
+				cfg.Label = "trained " + string(v)
 			}
 			rep, err := audit.Run(cfg)
 			if err != nil {
@@ -93,6 +132,9 @@ fails. --calibration reference audits the authors' calibration, which fails.`,
 	f.StringSliceVar(&methods, "method", []string{"exponential", "laplace-peeling", "laplace", "staircase", "public-only"}, "mechanisms to audit")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	f.BoolVar(&verbose, "verbose", false, "also print every chi-square test")
+	f.StringVar(&variant, "variant", "", "audit learned utilities: train this DPLP variant (dplp, lin, umnn, dplp-pub) per score on a synthetic graph and audit its compiled table")
+	f.StringVar(&modelPath, "model", "", "audit the compiled transform of a saved model (its score only)")
+	f.IntVar(&epochs, "epochs", 5, "with --variant: training epochs")
 	return cmd
 }
 
