@@ -100,7 +100,7 @@ seeded (--seed) and reproducible; no files are needed. --json prints one object
 				Guarantee string  `json:"guarantee"`
 			}
 			results := map[string]out{}
-			var dplpModel calib.Transform
+			var recModel calib.Transform
 			for _, m := range methods {
 				m.cfg.Kind, m.cfg.Eps = sk, eps
 				if m.variant != "" {
@@ -114,8 +114,8 @@ seeded (--seed) and reproducible; no files are needed. --json prints one object
 							m.label, sum.TrainQueries, sum.BestEpoch, sum.Epochs, sum.HeldOutAUC, time.Since(t0).Seconds())
 					}
 					m.cfg.Transform = tr
-					if m.name == "dplp" {
-						dplpModel = tr
+					if m.name == "dplp-pub" {
+						recModel = tr
 					}
 				}
 				res, err := evaluate.Run(split, m.cfg, k, randx.Derive(seed, 3).Uint64())
@@ -128,7 +128,7 @@ seeded (--seed) and reproducible; no files are needed. --json prints one object
 				case math.IsInf(g, 1):
 					gs = "none"
 				case !proven:
-					gs = fmt.Sprintf("%g-DP for K=1 only", 2*eps)
+					gs = fmt.Sprintf("none proven (K=1: %g-DP)", 2*eps)
 				}
 				results[m.name] = out{res.Mean.AUC, res.Mean.Precision, res.Mean.NDCG, gs}
 			}
@@ -150,8 +150,8 @@ seeded (--seed) and reproducible; no files are needed. --json prints one object
 				fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%s\n", m.label, r.AUC, r.Precision, r.NDCG, r.Guarantee)
 			}
 			tw.Flush()
-			if users > 0 && dplpModel != nil {
-				if err := demoRecommend(cmd, split, sk, dplpModel, eps, k, users, seed); err != nil {
+			if users > 0 && recModel != nil {
+				if err := demoRecommend(cmd, split, sk, recModel, eps, k, users, seed); err != nil {
 					return err
 				}
 			}
@@ -175,7 +175,7 @@ seeded (--seed) and reproducible; no files are needed. --json prints one object
 }
 
 // demoRecommend prints private top-K lists for a few users over all their
-// candidates (deployment), marking held-out true edges with '*'.
+// candidates (deployment) with the DPLP-pub model, marking held-out true edges with '*'.
 func demoRecommend(cmd *cobra.Command, s *protocol.Split, sk score.Kind, tr calib.Transform, eps float64, k, users int, seed uint64) error {
 	o := cmd.OutOrStdout()
 	sc, err := score.New(s.Test, s.Prot, sk)
@@ -188,7 +188,7 @@ func demoRecommend(cmd *cobra.Command, s *protocol.Split, sk score.Kind, tr cali
 	var rl calib.Releaser
 	rng := randx.Derive(seed, 4)
 	show := min(k, 10)
-	fmt.Fprintf(o, "private recommendations (DPLP, all non-neighbours as candidates; first %d of %d shown, * = a held-out true edge; each list costs K x eps_p = %g):\n", show, k, float64(k)*eps)
+	fmt.Fprintf(o, "private recommendations (DPLP-pub, all non-neighbours as candidates; first %d of %d shown, * = a held-out true edge; each list costs K x eps_p = %g):\n", show, k, float64(k)*eps)
 	step := max(1, len(s.Queries)/users)
 	for i := 0; i < users && i*step < len(s.Queries); i++ {
 		qi := i * step
