@@ -167,6 +167,16 @@ func Parse(r io.Reader, name string) (*Graph, *ReadReport, error) {
 // returned by fn is wrapped as a *LineError for that line. It returns the
 // number of lines read.
 func ScanPairs(r io.Reader, name string, fn func(line int64, a, b []byte, extra bool) error) (int64, error) {
+	return scan(r, name, func(line int64, a, b, c []byte, more bool) error { return fn(line, a, b, c != nil) })
+}
+
+// ScanTriples is ScanPairs that also passes the third field (nil when the
+// line has only two); further columns are ignored.
+func ScanTriples(r io.Reader, name string, fn func(line int64, a, b, c []byte) error) (int64, error) {
+	return scan(r, name, func(line int64, a, b, c []byte, _ bool) error { return fn(line, a, b, c) })
+}
+
+func scan(r io.Reader, name string, fn func(line int64, a, b, c []byte, more bool) error) (int64, error) {
 	br := bufio.NewReaderSize(r, 1<<20)
 	var long []byte
 	var n int64
@@ -200,7 +210,7 @@ func isSep(c byte) bool {
 }
 
 // scanLine handles one line; fields are runs of non-separator bytes.
-func scanLine(line []byte, n int64, name string, fn func(int64, []byte, []byte, bool) error) error {
+func scanLine(line []byte, n int64, name string, fn func(int64, []byte, []byte, []byte, bool) error) error {
 	i := 0
 	for i < len(line) && isSep(line[i]) {
 		i++
@@ -208,14 +218,14 @@ func scanLine(line []byte, n int64, name string, fn func(int64, []byte, []byte, 
 	if i == len(line) || line[i] == '#' || line[i] == '%' {
 		return nil
 	}
-	var tok [2][]byte
+	var tok [3][]byte
 	k := 0
 	for i < len(line) {
 		j := i
 		for j < len(line) && !isSep(line[j]) {
 			j++
 		}
-		if k < 2 {
+		if k < 3 {
 			tok[k] = line[i:j]
 		}
 		k++
@@ -230,7 +240,7 @@ func scanLine(line []byte, n int64, name string, fn func(int64, []byte, []byte, 
 	if bytes.IndexByte(tok[0], 0) >= 0 || bytes.IndexByte(tok[1], 0) >= 0 {
 		return &LineError{name, n, "NUL byte in a node label (binary file?)"}
 	}
-	if err := fn(n, tok[0], tok[1], k > 2); err != nil {
+	if err := fn(n, tok[0], tok[1], tok[2], k > 3); err != nil {
 		var le *LineError
 		if errors.As(err, &le) {
 			return err

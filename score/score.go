@@ -64,6 +64,9 @@ func (k Kind) valid() bool { return k >= 0 && k < numKinds }
 
 // String is the upper-case name, e.g. "AA".
 func (k Kind) String() string {
+	if k == Bounded {
+		return "BOUNDED"
+	}
 	if !k.valid() {
 		return fmt.Sprintf("Kind(%d)", int(k))
 	}
@@ -93,6 +96,11 @@ type Scorer struct {
 	wPub [2][]float64
 
 	deltaS []float64 // per query, invariant (see Sensitivity)
+
+	// Bounded scores (NewBounded).
+	name   string
+	lo, hi float64
+	fn     PairFunc
 
 	pool sync.Pool // *Worker, reused by Each
 }
@@ -245,6 +253,8 @@ func (s *Scorer) sMax(u int32) float64 {
 		return d / 2
 	case JC:
 		return 1
+	case Bounded:
+		return s.hi - s.lo
 	default: // PA
 		return d * float64(s.n-1)
 	}

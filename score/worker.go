@@ -39,6 +39,8 @@ type Worker struct {
 	cnt []uint64
 	acc []accum // AA, RA; same length rule
 
+	dense []float64 // Bounded: scores of the last query's candidates
+
 	// touched lists every node with a non-zero accumulator (u and u's
 	// neighbours included), each once: an accumulator only grows from 0, so
 	// "was 0" detects the first touch. Reset lazily at the next Score so that
@@ -63,6 +65,8 @@ func (s *Scorer) NewWorker() *Worker {
 		w.cnt = make([]uint64, pow2(s.n))
 	case AA, RA:
 		w.acc = make([]accum, pow2(s.n))
+	case Bounded:
+		w.dense = make([]float64, s.n)
 	}
 	return w
 }
@@ -95,6 +99,8 @@ func (w *Worker) Score(u int32, r *Result) {
 		w.sums(u, r)
 	case PA:
 		w.pa(u, r)
+	case Bounded:
+		w.bounded(u, r)
 	}
 	r.Zero = s.n - 1 - len(nbU) - len(r.Cands)
 }
@@ -308,6 +314,11 @@ func (w *Worker) At(v int32) (s, pub float64) {
 	case AA, RA:
 		x := w.acc[v]
 		return x.s, x.p
+	case Bounded:
+		if w.stamp[v] == w.gen { // a neighbour of u: not precomputed
+			return sc.eval(w.u, v), 0
+		}
+		return w.dense[v], 0
 	default: // PA
 		du := float64(sc.deg[w.u])
 		return du * float64(sc.deg[v]), du * float64(sc.pubDeg[v])

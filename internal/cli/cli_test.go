@@ -251,3 +251,35 @@ func TestTrainRecommendDemo(t *testing.T) {
 		t.Fatalf("non-private should beat the exponential mechanism: %s", out)
 	}
 }
+
+func TestEvalLPAndEmbeddingScore(t *testing.T) {
+	dir := t.TempDir()
+	g := filepath.Join(dir, "g.txt")
+	if _, _, err := run(t, "gen", "latent", "--n", "300", "--mean-degree", "10", "--out", g); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "eval-lp", "--graph", g, "--score", "ra", "--seeds", "2", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"roc_auc_mean", "roc_auc_ci95", "seconds"} {
+		if _, ok := m[k].(float64); !ok {
+			t.Fatalf("eval-lp JSON lacks %s: %s", k, out)
+		}
+	}
+	out, _, err = run(t, "score", "--graph", g, "--score", "gcn", "--emb-epochs", "5", "--query", "0", "--top", "2", "--format", "jsonl")
+	if err != nil || !strings.Contains(out, `"score":"gcn"`) || !strings.Contains(out, `"delta_s":1`) {
+		t.Fatalf("gcn score: %v %s", err, out)
+	}
+	scores := writeTemp(t, "s.csv", "0,1,0.9\n0,2,2.5\n")
+	if _, _, err := run(t, "score", "--graph", g, "--score", "file:"+scores, "--query", "0"); err == nil || !strings.Contains(err.Error(), "s.csv:2: score 2.5 outside") {
+		t.Fatalf("out-of-range score file accepted: %v", err)
+	}
+	if _, _, err := run(t, "eval-lp", "--graph", g, "--score", "ra", "--holdout", "0"); err == nil {
+		t.Fatal("holdout 0 accepted")
+	}
+}

@@ -115,22 +115,23 @@ func newScoreCmd() *cobra.Command {
 		top                int
 		qf                 queryFlags
 		pf                 protFlags
+		predf              predFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "score --graph FILE --score cn|aa|ra|jc|pa (--query LABEL ... | --all) [flags]",
+		Use:   "score --graph FILE --score S (--query LABEL ... | --all) [flags]",
 		Short: "Score queries against all their candidates (non-private)",
 		Long: `For each query node, scores every candidate (non-neighbour) with the chosen
 base score and prints the top-N by score, with s, the zero-sensitivity public
 score s_pub (privacy-model §10) and the query's sensitivity Delta_s and score
 bound S_max (privacy-model §4). Protection marks (--protected or --sigma) matter
-for s_pub and Delta_s; without them nothing is protected.
+for s_pub and Delta_s; without them nothing is protected. Embedding scores
+(node2vec, deepwalk, line, gcn, prune, struc2vec) train the embedding and a
+logistic link classifier on the graph; file:PATH reads "u,v,score" lines with
+scores in [--lo, --hi]. Such scores lie in a known range, so Delta_s = S_max =
+hi - lo, and they have no public part (s_pub = 0).
 Columns: query, rank, candidate, s, s_pub, delta_s, s_max.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := score.ParseKind(kind)
-			if err != nil {
-				return err
-			}
 			if top < 1 {
 				return fmt.Errorf("--top must be >= 1, got %d", top)
 			}
@@ -149,7 +150,7 @@ Columns: query, rank, candidate, s, s_pub, delta_s, s_max.`,
 			if err != nil {
 				return err
 			}
-			sc, err := score.New(g, prot, k)
+			sc, err := predf.fit(kind, g, prot)
 			if err != nil {
 				return err
 			}
@@ -175,20 +176,21 @@ Columns: query, rank, candidate, s, s_pub, delta_s, s_max.`,
 			if err != nil {
 				return err
 			}
-			return writeScores(cmd, g, k, format, results)
+			return writeScores(cmd, g, sc.Name(), format, results)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&path, "graph", "", "edge list file")
-	f.StringVar(&kind, "score", "", "base score: cn, aa, ra, jc or pa")
+	f.StringVar(&kind, "score", "", "base score: cn, aa, ra, jc, pa, node2vec, deepwalk, line, gcn, prune, struc2vec or file:PATH")
 	f.IntVar(&top, "top", 10, "candidates printed per query (>= 1)")
 	f.StringVar(&format, "format", "csv", "output format: csv or jsonl")
 	qf.register(cmd, "query")
 	pf.register(cmd, "seed")
+	predf.register(cmd)
 	return cmd
 }
 
-func writeScores(cmd *cobra.Command, g *graph.Graph, k score.Kind, format string, results []queryTop) error {
+func writeScores(cmd *cobra.Command, g *graph.Graph, name, format string, results []queryTop) error {
 	bw := bufio.NewWriter(cmd.OutOrStdout())
 	ff := func(x float64) string { return strconv.FormatFloat(x, 'g', 10, 64) }
 	if format == "csv" {
@@ -220,7 +222,7 @@ func writeScores(cmd *cobra.Command, g *graph.Graph, k score.Kind, format string
 		Top        []cand  `json:"top"`
 	}
 	for _, q := range results {
-		r := row{Query: g.Label(q.u), Score: k.String(), DeltaS: q.deltaS, SMax: q.sMax, Candidates: q.cands}
+		r := row{Query: g.Label(q.u), Score: name, DeltaS: q.deltaS, SMax: q.sMax, Candidates: q.cands}
 		for _, c := range q.top {
 			r.Top = append(r.Top, cand{g.Label(c.v), c.s, c.pub})
 		}

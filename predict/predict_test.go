@@ -1,0 +1,100 @@
+package predict
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dplp/dplp/embed"
+	"github.com/dplp/dplp/gen"
+	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/randx"
+)
+
+func TestParse(t *testing.T) {
+	for _, n := range []string{"cn", "AA", "node2vec", "deepwalk", "line", "gcn", "prune", "struc2vec", "file:x.csv"} {
+		if _, err := Parse(n); err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+	}
+	for _, n := range []string{"", "word2vec", "file:"} {
+		if _, err := Parse(n); err == nil {
+			t.Fatalf("%q accepted", n)
+		}
+	}
+}
+
+func TestReadScores(t *testing.T) {
+	g, _, err := graph.Parse(strings.NewReader("a b\nb c\nc d\n"), "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cases := []struct{ in, err string }{
+		{"a,c,0.5\n# c\nb d 0.25\n", ""},
+		{"a,c,1.5\n", "f:1: score 1.5 outside the declared range [0, 1]"},
+		{"a,c,x\n", "f:1: score \"x\" is not a finite number"},
+		{"a,z,0.1\n", "f:1: unknown node label \"z\""},
+		{"a,c\n", "f:1: missing score column"},
+		{"a,c,0.1\nc,a,0.2\na,c,0.3\n", "f:3: pair \"a\",\"c\" listed twice"},
+		{"a,a,0.1\n", "f:1: self-pair"},
+	}
+	for _, c := range cases {
+		p := filepath.Join(dir, "f")
+		os.WriteFile(p, []byte(c.in), 0o644)
+		fn, err := ReadScores(p, g, 0, 1)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), strings.Replace(c.err, "f:", p+":", 1)) {
+				t.Fatalf("%q: err %v want %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := func(l string) int32 { x, _ := g.ID(l); return x }
+		if fn(id("a"), id("c")) != 0.5 || fn(id("c"), id("a")) != 0.5 || fn(id("d"), id("b")) != 0.25 || fn(id("a"), id("d")) != 0 {
+			t.Fatal("lookup wrong")
+		}
+		s, _ := Parse("file:" + p)
+		sc, err := s.Fit(g, nil, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := sc.NewWorker()
+		var r = new(scoreResult)
+		w.Score(id("a"), &r.res)
+		if x, _ := w.At(id("c")); x != 0.5 || r.res.DeltaS != 1 || r.res.SMax != 1 {
+			t.Fatalf("file scorer: %v %+v", x, r.res)
+		}
+	}
+}
+
+func TestEvalLPTriadsAndEmbeddings(t *testing.T) {
+	lg, err := gen.Latent(400, 2, 0.09, randx.Seeded(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"cn", "aa", "jc", "gcn", "deepwalk", "line"}
+	if testing.Short() {
+		names = names[:3]
+	} else if embed.RaceEnabled {
+		names = names[:5] // walk-based training is slow under the race detector
+	}
+	for _, n := range names {
+		s, _ := Parse(n)
+		res, err := EvalLP(lg.Graph, s, 0.1, 2, Options{Seed: 1, Epochs: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: ROC-AUC %.3f ± %.3f (%.1f s)", n, res.ROCAUCMean, res.ROCAUCCI95, res.Seconds)
+		// A geometric graph is easy: every predictor must beat chance clearly.
+		if !(res.ROCAUCMean > 0.7) || len(res.PerSeed) != 2 {
+			t.Fatalf("%s: %+v", n, res)
+		}
+	}
+	if _, err := EvalLP(lg.Graph, Spec{Name: "cn", Triad: true}, 1.5, 1, Options{}); err == nil {
+		t.Fatal("holdout 1.5 accepted")
+	}
+}
