@@ -55,6 +55,16 @@ func ParseVariant(s string) (train.Variant, error) {
 // kind at eps_p and compiles the deployable model (exactly monotone table,
 // exact Delta_f). All randomness derives from seed.
 func TrainModel(s *protocol.Split, kind score.Kind, variant string, eps float64, opt TrainOptions, seed uint64) (*model.Model, TrainSummary, error) {
+	sc, err := score.New(s.Train, s.TrainProt, kind)
+	if err != nil {
+		return nil, TrainSummary{}, err
+	}
+	return TrainModelFrom(s, sc, strings.ToLower(kind.String()), variant, eps, opt, seed)
+}
+
+// TrainModelFrom is TrainModel with a prepared scorer of split.Train (see
+// TrainingDataFrom); name is the predictor's name stored in the model.
+func TrainModelFrom(s *protocol.Split, sc *score.Scorer, name, variant string, eps float64, opt TrainOptions, seed uint64) (*model.Model, TrainSummary, error) {
 	v, err := ParseVariant(variant)
 	if err != nil {
 		return nil, TrainSummary{}, err
@@ -64,7 +74,7 @@ func TrainModel(s *protocol.Split, kind score.Kind, variant string, eps float64,
 		every = 5
 	}
 	publicOnly := opt.Reference && v == train.Lin
-	tr, held, err := TrainingData(s, kind, every, publicOnly)
+	tr, held, err := TrainingDataFrom(s, sc, every, publicOnly)
 	if err != nil {
 		return nil, TrainSummary{}, err
 	}
@@ -78,16 +88,16 @@ func TrainModel(s *protocol.Split, kind score.Kind, variant string, eps float64,
 	}
 	cfg.OnEpoch = opt.OnEpoch
 	start := time.Now()
-	res, err := train.Train(cfg, tr, held, randx.Derive(seed, 0x7472, uint64(kind)))
+	res, err := train.Train(cfg, tr, held, randx.Derive(seed, 0x7472, uint64(sc.Kind())))
 	if err != nil {
-		return nil, TrainSummary{}, fmt.Errorf("training %s on %s: %w", v, kind, err)
+		return nil, TrainSummary{}, fmt.Errorf("training %s on %s: %w", v, name, err)
 	}
 	sum := TrainSummary{BestEpoch: res.BestEpoch, HeldOutAUC: res.BestAUC, TrainQueries: res.TrainQueries, Seconds: time.Since(start).Seconds()}
 	if n := len(res.History); n > 0 {
 		sum.Epochs = res.History[n-1].Epoch
 	}
 	sd := seed
-	m, err := model.New(res, model.Info{Score: strings.ToLower(kind.String()), Dataset: fmt.Sprintf("%s protocol, %d training queries", s.Kind, len(tr)), Seed: &sd})
+	m, err := model.New(res, model.Info{Score: name, Dataset: fmt.Sprintf("%s protocol, %d training queries", s.Kind, len(tr)), Seed: &sd})
 	if err != nil {
 		return nil, sum, err
 	}

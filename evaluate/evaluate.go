@@ -38,6 +38,16 @@ func TrainingData(s *protocol.Split, kind score.Kind, heldOutEvery int, publicOn
 	if err != nil {
 		return nil, nil, err
 	}
+	return TrainingDataFrom(s, sc, heldOutEvery, publicOnly)
+}
+
+// TrainingDataFrom is TrainingData with a prepared scorer, which must score
+// split.Train with split.TrainProt (for example an embedding predictor fitted
+// on the training graph).
+func TrainingDataFrom(s *protocol.Split, sc *score.Scorer, heldOutEvery int, publicOnly bool) (tr, held []train.Query, err error) {
+	if sc.Graph() != s.Train {
+		return nil, nil, fmt.Errorf("evaluate: the training scorer must score the split's training graph")
+	}
 	out := make([]train.Query, len(s.TrainQueries))
 	pos := make(map[int32]int, len(s.TrainQueries))
 	for i, q := range s.TrainQueries {
@@ -101,15 +111,24 @@ type Result struct {
 // metrics. Noise for query i is drawn from randx.Derive(seed, i), so results
 // do not depend on scheduling.
 func Run(s *protocol.Split, cfg calib.Config, k int, seed uint64) (Result, error) {
+	sc, err := score.New(s.Test, s.Prot, cfg.Kind)
+	if err != nil {
+		return Result{}, err
+	}
+	return RunScorer(s, sc, cfg, k, seed)
+}
+
+// RunScorer is Run with a prepared scorer, which must score split.Test with
+// split.Prot (for example an embedding predictor fitted on the test graph).
+func RunScorer(s *protocol.Split, sc *score.Scorer, cfg calib.Config, k int, seed uint64) (Result, error) {
 	if k < 1 {
 		return Result{}, fmt.Errorf("evaluate: k must be >= 1")
 	}
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
-	sc, err := score.New(s.Test, s.Prot, cfg.Kind)
-	if err != nil {
-		return Result{}, err
+	if sc.Graph() != s.Test {
+		return Result{}, fmt.Errorf("evaluate: the scorer must score the split's test graph")
 	}
 	nw := runtime.GOMAXPROCS(0)
 	type acc struct {
@@ -132,7 +151,7 @@ func Run(s *protocol.Split, cfg calib.Config, k int, seed uint64) (Result, error
 		idx[q] = i
 	}
 	var firstErr atomic.Value
-	err = sc.EachWorker(s.Queries, func(w int, wk *score.Worker, r *score.Result) {
+	err := sc.EachWorker(s.Queries, func(w int, wk *score.Worker, r *score.Result) {
 		a := &accs[w]
 		i := idx[r.U]
 		info := calib.Query{DeltaS: r.DeltaS, SMax: r.SMax}

@@ -17,6 +17,7 @@ import (
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/model"
+	"github.com/dplp/dplp/predict"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/score"
 	"github.com/spf13/cobra"
@@ -36,6 +37,7 @@ func newRecommendCmd() *cobra.Command {
 		fresh                               bool
 		qf                                  queryFlags
 		pf                                  protFlags
+		predf                               predFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "recommend --model MODEL --graph FILE --protected FILE (--user LABEL ... | --all) --k K",
@@ -72,8 +74,7 @@ samples anew and is charged again).`,
 			}
 			sum := sha256.Sum256(raw)
 			key := "model:" + hex.EncodeToString(sum[:8])
-			sk, err := score.ParseKind(m.Score)
-			if err != nil {
+			if _, err := predict.Parse(m.Score); err != nil {
 				return fmt.Errorf("%s: %w", modelPath, err)
 			}
 			g, _, err := loadGraph(cmd, path)
@@ -99,12 +100,13 @@ samples anew and is charged again).`,
 				seedPtr = &seed
 			}
 			_, src := randx.New(seedPtr)
-			cfg := calib.Config{Method: calib.Exponential, Kind: sk, Eps: m.EpsP, Transform: m}
-			if err := cfg.Validate(); err != nil {
+			sc, err := predf.fit(m.Score, g, prot)
+			if err != nil {
 				return err
 			}
-			sc, err := score.New(g, prot, sk)
-			if err != nil {
+			sk := sc.Name()
+			cfg := calib.Config{Method: calib.Exponential, Kind: sc.Kind(), Eps: m.EpsP, Transform: m}
+			if err := cfg.Validate(); err != nil {
 				return err
 			}
 			nw := runtime.GOMAXPROCS(0)
@@ -192,6 +194,7 @@ samples anew and is charged again).`,
 	f.BoolVar(&fresh, "fresh", false, "with --ledger: sample anew even if a list was released before (charged again)")
 	qf.register(cmd, "user")
 	pf.register(cmd, "protect-seed")
+	predf.register(cmd)
 	return cmd
 }
 

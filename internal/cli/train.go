@@ -8,8 +8,8 @@ import (
 	"github.com/dplp/dplp/evaluate"
 	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/model"
+	"github.com/dplp/dplp/predict"
 	"github.com/dplp/dplp/randx"
-	"github.com/dplp/dplp/score"
 	"github.com/dplp/dplp/train"
 	"github.com/dplp/dplp/transform"
 	"github.com/spf13/cobra"
@@ -83,6 +83,7 @@ func newTrainCmd() *cobra.Command {
 		maxQueries, negPerQuery  int
 		pf                       protFlags
 		tf                       trainFlags
+		predf                    predFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "train --graph FILE (--protected FILE | --sigma X) --score S --variant dplp|lin|umnn|dplp-pub --eps E --out MODEL",
@@ -103,7 +104,7 @@ dplp-pub (adds a learned monotone h of the zero-sensitivity public score, which
 costs no privacy; privacy-model §10).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sk, err := score.ParseKind(kind)
+			spec, err := predict.Parse(kind)
 			if err != nil {
 				return err
 			}
@@ -147,7 +148,12 @@ costs no privacy; privacy-model §10).`,
 				bar.Add(1)
 				fmt.Fprintf(errw, "epoch %3d  loss %.5f  held-out AUC %.4f\n", epoch, loss, auc)
 			}}
-			m, sum, err := evaluate.TrainModel(split, sk, string(v), eps, opt, seed)
+			// The predictor is fitted on the public training graph only.
+			sc, err := predf.fit(kind, split.Train, split.TrainProt)
+			if err != nil {
+				return err
+			}
+			m, sum, err := evaluate.TrainModelFrom(split, sc, spec.Name, string(v), eps, opt, seed)
 			bar.Finish()
 			if err != nil {
 				return err
@@ -165,7 +171,7 @@ costs no privacy; privacy-model §10).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&path, "graph", "", "edge list file")
-	f.StringVar(&kind, "score", "", "base score: cn, aa, ra, jc or pa")
+	f.StringVar(&kind, "score", "", "base score: cn, aa, ra, jc, pa, node2vec, deepwalk, line, gcn, prune, struc2vec or file:PATH")
 	f.StringVar(&variant, "variant", "dplp", "dplp, lin, umnn or dplp-pub")
 	f.Float64Var(&eps, "eps", 0, "eps_p the model is trained for (> 0)")
 	f.StringVar(&out, "out", "", "model file to write")
@@ -175,5 +181,6 @@ costs no privacy; privacy-model §10).`,
 	f.IntVar(&negPerQuery, "neg-per-query", 200, "negatives sampled per training query")
 	pf.register(cmd, "protect-seed")
 	tf.register(cmd)
+	predf.register(cmd)
 	return cmd
 }
