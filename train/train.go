@@ -498,7 +498,7 @@ type helper struct {
 }
 
 // spinWait is how long a waiting side spins before parking.
-const spinWait = 100 * time.Microsecond
+const spinWait = 20 * time.Microsecond
 
 type helpJob struct {
 	version         int
