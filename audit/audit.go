@@ -133,6 +133,7 @@ type Report struct {
 	Calibration     string      `json:"calibration"`
 	Transform       string      `json:"transform"`
 	Eps             float64     `json:"eps"`
+	Seed            uint64      `json:"seed"`
 	Cases           int64       `json:"cases"`
 	WorstLogRatio   float64     `json:"worst_log_ratio"`
 	Bound           float64     `json:"bound"`
@@ -406,7 +407,7 @@ func Run(cfg Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	rep := &Report{Calibration: cfg.Calibration.String(), Eps: cfg.Eps, Transform: "none", MinChiP: 1}
+	rep := &Report{Calibration: cfg.Calibration.String(), Eps: cfg.Eps, Seed: cfg.Seed, Transform: "none", MinChiP: 1}
 	if cfg.Transforms != nil {
 		rep.Transform = cfg.Label
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/evaluate"
 	"github.com/dplp/dplp/model"
+	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/score"
 	"github.com/spf13/cobra"
 )
@@ -143,7 +144,7 @@ func printAudit(cmd *cobra.Command, rep *audit.Report, verbose bool) {
 	if rep.Calibration == "reference" {
 		fmt.Fprintln(out, calib.Warning)
 	}
-	fmt.Fprintf(out, "exact audit: calibration %s, transform %s, eps_p %g\n", rep.Calibration, rep.Transform, rep.Eps)
+	fmt.Fprintf(out, "exact audit: calibration %s, transform %s, eps_p %g; %s\n", rep.Calibration, rep.Transform, rep.Eps, randx.Source{Seeded: true, Seed: rep.Seed})
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "method\tK\tcases\tworst |ln ratio|\tbound\tproven\tviolations")
 	for _, r := range rep.Rows {

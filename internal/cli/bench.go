@@ -194,6 +194,7 @@ not a deployment.`,
 			if err := sc.Each(queries[:min(len(queries), nw)], func(int, *score.Result) {}); err != nil {
 				return err
 			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "noise: %s\n", randx.Source{Seeded: true, Seed: seed})
 			start := time.Now()
 			err = sc.EachWorker(queries, func(w int, wk *score.Worker, r *score.Result) {
 				plan := cfg.Plan(calib.QueryOf(r))
