@@ -41,6 +41,6 @@ scores candidate pairs (CN, AA, RA, JC, PA), and releases private top-K lists.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newStatsCmd(), newGenCmd(), newScoreCmd(), newBenchCmd(), newAuditCmd(), newTrainCmd(), newRecommendCmd(), newDemoCmd(), newEvalLPCmd())
+	root.AddCommand(newStatsCmd(), newGenCmd(), newScoreCmd(), newBenchCmd(), newAuditCmd(), newTrainCmd(), newRecommendCmd(), newDemoCmd(), newEvalLPCmd(), newExperimentCmd())
 	return root
 }

@@ -1,0 +1,90 @@
+package experiment
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+)
+
+// Flags are the command-line options of the experiment command. Bind them
+// with AddFlags, then call Config after parsing.
+type Flags struct {
+	Preset     string // --preset
+	ConfigFile string // --config
+	DataDir    string // --data-dir (table1 preset)
+	Out        string // --out
+
+	fs  *pflag.FlagSet
+	cfg Config // flag values
+}
+
+// AddFlags registers the experiment flags on fs (for cobra:
+// cmd.Flags()). List flags accept comma-separated values and repeat.
+func AddFlags(fs *pflag.FlagSet) *Flags {
+	f := &Flags{fs: fs}
+	d := DefaultConfig()
+	c := &f.cfg
+	fs.StringVar(&f.Preset, "preset", "", "start from a preset: table1 or theory")
+	fs.StringVar(&f.ConfigFile, "config", "", "start from a JSON configuration file (keys as in results.json's configuration: graphs, scores, methods, ...)")
+	fs.StringVar(&f.DataDir, "data-dir", "../shared/datasets", "directory of the five graphs of the table1 preset")
+	fs.StringVar(&f.Out, "out", "experiment-out", "output directory (results.json, results.csv, summary.md, plots/, cache/)")
+	fs.StringSliceVar(&c.Graphs, "graph", nil, "edge-list file (repeatable); the dataset name is its base name without extension")
+	fs.StringSliceVar(&c.Scores, "score", d.Scores, "base scores: cn, aa, ra, jc, pa")
+	fs.StringSliceVar(&c.Methods, "method", d.Methods, "methods: nonprivate, public-only, dplp, dplp-lin, dplp-umnn, dplp-pub, exponential, laplace, laplace-peeling, staircase, power:A")
+	fs.StringSliceVar(&c.Protocols, "protocol", d.Protocols, "protocols: clean, reference, deployment")
+	fs.StringSliceVar(&c.Calibrations, "calibration", d.Calibrations, "calibrations: rigorous, reference (reproduction only; does NOT meet the guarantee)")
+	fs.Float64SliceVar(&c.Eps, "eps", d.Eps, "eps_p values (per pick), each > 0")
+	fs.Float64SliceVar(&c.Sigma, "sigma", d.Sigma, "fractions of edges protected, each in [0,1]")
+	fs.IntSliceVar(&c.K, "k", d.K, "list lengths K, each >= 1")
+	fs.IntVar(&c.Seeds, "seeds", d.Seeds, "repetitions (seeds 0..N-1)")
+	fs.IntVar(&c.Epochs, "epochs", 0, "DPLP training epochs (0: the trainer's default)")
+	fs.Float64Var(&c.NonEdgeFrac, "protect-nonedges", 0, "also protect this fraction of non-edges (clean and deployment protocols)")
+	fs.IntVar(&c.MaxNegatives, "max-negatives", 0, "cap test and dev negatives per query (0: no cap)")
+	fs.IntVar(&c.Workers, "workers", 0, "cells evaluated at once (each is parallel inside; 0 means 2)")
+	return f
+}
+
+// Config builds the configuration: the preset or configuration file when
+// given (DefaultConfig otherwise), then every flag set explicitly on the
+// command line on top of it.
+func (f *Flags) Config() (Config, error) {
+	var cfg Config
+	var err error
+	switch {
+	case f.Preset != "" && f.ConfigFile != "":
+		return Config{}, fmt.Errorf("give either --preset or --config, not both")
+	case f.Preset != "":
+		cfg, err = Preset(f.Preset, f.DataDir)
+	case f.ConfigFile != "":
+		cfg, err = LoadConfig(f.ConfigFile)
+	default:
+		cfg = DefaultConfig()
+	}
+	if err != nil {
+		return Config{}, err
+	}
+	set := func(name string, apply func()) {
+		if fl := f.fs.Lookup(name); fl != nil && fl.Changed {
+			apply()
+		}
+	}
+	c := &f.cfg
+	set("graph", func() { cfg.Graphs = c.Graphs })
+	set("score", func() { cfg.Scores = c.Scores })
+	set("method", func() { cfg.Methods = c.Methods })
+	set("protocol", func() { cfg.Protocols = c.Protocols })
+	set("calibration", func() { cfg.Calibrations = c.Calibrations })
+	set("eps", func() { cfg.Eps = c.Eps })
+	set("sigma", func() { cfg.Sigma = c.Sigma })
+	set("k", func() { cfg.K = c.K })
+	set("seeds", func() { cfg.Seeds = c.Seeds })
+	set("epochs", func() { cfg.Epochs = c.Epochs })
+	set("protect-nonedges", func() { cfg.NonEdgeFrac = c.NonEdgeFrac })
+	set("max-negatives", func() { cfg.MaxNegatives = c.MaxNegatives })
+	set("workers", func() { cfg.Workers = c.Workers })
+	if cfg.Theory != nil {
+		// Grid flags do not apply to the theory experiment, except seeds.
+		set("seeds", func() { cfg.Theory.Seeds = c.Seeds })
+	}
+	return cfg, cfg.Validate()
+}

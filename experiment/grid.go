@@ -1,0 +1,149 @@
+package experiment
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/protocol"
+	"github.com/dplp/dplp/score"
+)
+
+// CodeVersion is part of every cache key: bump it whenever a change to this
+// package or to what it calls changes results, so stale cells are recomputed.
+const CodeVersion = "experiment-v1"
+
+// cell is one (dataset, score, method, calibration, protocol, eps, sigma,
+// k, seed) combination: one row of results.json.
+type cell struct {
+	ds     int
+	kind   score.Kind
+	method methodSpec
+	cal    calib.Calibration
+	prot   protocol.Kind
+	eps    float64
+	sigma  float64
+	k      int
+	seed   int
+}
+
+// cellKey is the canonical configuration of a unit of work. Cells whose
+// results cannot differ share a key: eps_p and the calibration are dropped
+// for nonprivate and public-only, the calibration for power:A (always
+// rigorous), and the epochs for untrained methods.
+type cellKey struct {
+	Version      string  `json:"version"`
+	Dataset      string  `json:"dataset"`
+	GraphSHA     string  `json:"graph_sha256"`
+	Score        string  `json:"score"`
+	Method       string  `json:"method"`
+	Calibration  string  `json:"calibration"`
+	Protocol     string  `json:"protocol"`
+	Eps          float64 `json:"eps"`
+	Sigma        float64 `json:"sigma"`
+	K            int     `json:"k"`
+	Seed         int     `json:"seed"`
+	Epochs       int     `json:"epochs"`
+	NonEdgeFrac  float64 `json:"non_edge_frac"`
+	MaxNegatives int     `json:"max_negatives"`
+}
+
+// hash is the cache file name of the key: sha256 of its canonical JSON.
+func hashKey(key any) string {
+	b, err := json.Marshal(key)
+	if err != nil {
+		panic(err) // plain structs of strings and numbers always marshal
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// derivedSeed maps a description to a 64-bit seed, so every random stream
+// of a run is a deterministic function of what it is for.
+func derivedSeed(parts ...any) uint64 {
+	h := sha256.Sum256([]byte(fmt.Sprint(parts...)))
+	return binary.LittleEndian.Uint64(h[:8])
+}
+
+// expand lists the cells in output order (dataset, score, method,
+// calibration, protocol, eps, sigma, k, seed). The reference calibration
+// only exists with the reference protocol (its per-query count a(u) is
+// computed there); other combinations with it are skipped and reported.
+func (p *plan) expand() (cells []cell, skipped int) {
+	c := &p.cfg
+	for ds := range p.datasets {
+		for _, kind := range p.scores {
+			for _, m := range p.methods {
+				for _, cal := range p.cals {
+					for _, prot := range p.prots {
+						if cal == calib.Reference && prot != protocol.Reference {
+							skipped += len(c.Eps) * len(c.Sigma) * len(c.K) * c.Seeds
+							continue
+						}
+						for _, eps := range c.Eps {
+							for _, sigma := range c.Sigma {
+								for _, k := range c.K {
+									for seed := 0; seed < c.Seeds; seed++ {
+										cells = append(cells, cell{ds: ds, kind: kind, method: m, cal: cal,
+											prot: prot, eps: eps, sigma: sigma, k: k, seed: seed})
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return cells, skipped
+}
+
+// key is the canonical configuration of the cell's unit of work.
+func (p *plan) key(c cell, graphSHA string) cellKey {
+	k := cellKey{
+		Version: CodeVersion, Dataset: p.datasets[c.ds], GraphSHA: graphSHA,
+		Score: scoreName(c.kind), Method: c.method.name, Calibration: c.cal.String(),
+		Protocol: c.prot.String(), Eps: c.eps, Sigma: c.sigma, K: c.k, Seed: c.seed,
+		NonEdgeFrac: p.cfg.NonEdgeFrac, MaxNegatives: p.cfg.MaxNegatives,
+	}
+	switch {
+	case c.method.epsFree():
+		k.Eps, k.Calibration = 0, "-"
+	case c.method.power > 0:
+		k.Calibration = calib.Rigorous.String()
+	}
+	if c.method.trained() {
+		k.Epochs = p.cfg.Epochs
+	}
+	return k
+}
+
+// scoreName is the lower-case score name used in outputs ("aa").
+func scoreName(k score.Kind) string { return strings.ToLower(k.String()) }
+
+// fileSHA256 hashes a file's bytes, so a changed graph file invalidates its
+// cached cells.
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("experiment: reading %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// streamSplit is the randx stream of splits: one split per (dataset,
+// protocol, sigma, seed), drawn from randx.Derive(seed, streamSplit,
+// protocol). Sigma is left out on purpose, so splits at different sigma
+// share their random draws (common random numbers for sigma sweeps).
+const streamSplit = 0x73706c6974 // "split"

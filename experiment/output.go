@@ -1,0 +1,416 @@
+package experiment
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/metrics"
+	"github.com/dplp/dplp/plot"
+	"github.com/dplp/dplp/protocol"
+)
+
+// Row is one object of results.json: the cell's configuration followed by
+// its metrics (averaged over the split's evaluation queries).
+type Row struct {
+	Dataset     string  `json:"dataset"`
+	Score       string  `json:"score"`
+	Method      string  `json:"method"`
+	Calibration string  `json:"calibration"`
+	Protocol    string  `json:"protocol"`
+	Eps         float64 `json:"eps"`
+	Sigma       float64 `json:"sigma"`
+	K           int     `json:"k"`
+	Seed        int     `json:"seed"`
+	Result
+}
+
+// Result is what one cell measured. Beyond the metrics of metrics.TopK and
+// the query count: the mean full-list ROC-AUC of the noise-free utility
+// (null when no query has both labels), the number of queries released
+// without noise (Delta = 0, or a(u) = 0 under the reference calibration),
+// the evaluation's wall time, and for DPLP-family methods the training time
+// and held-out AUC of the trained transform.
+type Result struct {
+	metrics.TopK
+	Queries      int      `json:"queries"`
+	ROCAUC       *float64 `json:"roc_auc"`
+	ZeroNoise    int      `json:"zero_noise_queries"`
+	Seconds      float64  `json:"seconds"`
+	TrainSeconds float64  `json:"train_seconds,omitempty"`
+	HeldOutAUC   *float64 `json:"held_out_auc,omitempty"`
+}
+
+// ReadResults reads a results.json written by Run.
+func ReadResults(path string) ([]Row, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rows []Row
+	if err := json.Unmarshal(data, &rows); err != nil {
+		return nil, fmt.Errorf("experiment: %s: %w", path, err)
+	}
+	return rows, nil
+}
+
+func (p *plan) row(c cell, r *Result) Row {
+	return Row{Dataset: p.datasets[c.ds], Score: scoreName(c.kind), Method: c.method.name,
+		Calibration: c.cal.String(), Protocol: c.prot.String(), Eps: c.eps, Sigma: c.sigma,
+		K: c.k, Seed: c.seed, Result: *r}
+}
+
+// csvHeader are the columns of results.csv, in results.json's key order.
+var csvHeader = []string{"dataset", "score", "method", "calibration", "protocol", "eps", "sigma", "k", "seed",
+	"auc_at_k", "precision_at_k", "recall_at_k", "ndcg_at_k", "map_at_k", "mrr", "hits_at_k", "queries",
+	"roc_auc", "zero_noise_queries", "seconds", "train_seconds", "held_out_auc"}
+
+func fmtF(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+func fmtPtr(x *float64) string {
+	if x == nil {
+		return ""
+	}
+	return fmtF(*x)
+}
+
+func (r *Row) csv() []string {
+	ts := ""
+	if r.TrainSeconds != 0 {
+		ts = fmtF(r.TrainSeconds)
+	}
+	return []string{r.Dataset, r.Score, r.Method, r.Calibration, r.Protocol, fmtF(r.Eps), fmtF(r.Sigma),
+		strconv.Itoa(r.K), strconv.Itoa(r.Seed), fmtF(r.AUC), fmtF(r.Precision), fmtF(r.Recall), fmtF(r.NDCG),
+		fmtF(r.MAP), fmtF(r.MRR), fmtF(r.Hits), strconv.Itoa(r.Queries), fmtPtr(r.ROCAUC),
+		strconv.Itoa(r.ZeroNoise), fmtF(r.Seconds), ts, fmtPtr(r.HeldOutAUC)}
+}
+
+// writeJSON writes v as indented JSON to path.
+func writeJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// writeCSV writes a header and records to path.
+func writeCSV(path string, header []string, records [][]string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	w.Write(header)
+	w.WriteAll(records) // flushes
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func writeOutputs(out string, p *plan, rows []Row, skipped int, lg *logger) error {
+	if err := writeJSON(filepath.Join(out, "results.json"), rows); err != nil {
+		return err
+	}
+	recs := make([][]string, len(rows))
+	for i := range rows {
+		recs[i] = rows[i].csv()
+	}
+	if err := writeCSV(filepath.Join(out, "results.csv"), csvHeader, recs); err != nil {
+		return err
+	}
+	figs, err := writePlots(out, p, rows)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "summary.md"), []byte(summary(p, rows, skipped, figs)), 0o644); err != nil {
+		return err
+	}
+	lg.printf("experiment: wrote results.json, results.csv, summary.md and %d plots to %s", len(figs), out)
+	return nil
+}
+
+// aggKey identifies a cell up to its seed.
+type aggKey struct {
+	ds, score, method, cal, prot string
+	eps, sigma                   float64
+	k                            int
+}
+
+func rowAgg(r *Row) aggKey {
+	return aggKey{r.Dataset, r.Score, r.Method, r.Calibration, r.Protocol, r.Eps, r.Sigma, r.K}
+}
+
+// stat is a mean over seeds with its 95% CI half-width.
+type stat struct {
+	mean, ci float64
+	n        int
+}
+
+// aggregate collects AUC@K over seeds.
+func aggregate(rows []Row) map[aggKey]stat {
+	vals := map[aggKey][]float64{}
+	for i := range rows {
+		k := rowAgg(&rows[i])
+		vals[k] = append(vals[k], rows[i].AUC)
+	}
+	out := make(map[aggKey]stat, len(vals))
+	for k, v := range vals {
+		m, ci := metrics.MeanCI(v)
+		out[k] = stat{m, ci, len(v)}
+	}
+	return out
+}
+
+func (s stat) String() string {
+	if s.n == 0 {
+		return "–"
+	}
+	if s.n == 1 {
+		return fmt.Sprintf("%.3f", s.mean)
+	}
+	return fmt.Sprintf("%.3f ± %.3f", s.mean, s.ci)
+}
+
+// validCombo reports whether a calibration/protocol pair is expanded.
+func validCombo(cal calib.Calibration, prot protocol.Kind) bool {
+	return cal != calib.Reference || prot == protocol.Reference
+}
+
+// summary renders summary.md: one table shaped like the paper's Table 1
+// per (protocol, calibration, eps, sigma, k), rows dataset x score, columns
+// methods, cells mean ± 95% CI of AUC@K over seeds; the best private method
+// of each row in bold.
+func summary(p *plan, rows []Row, skipped int, figs []string) string {
+	c := &p.cfg
+	agg := aggregate(rows)
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Experiment summary\n\n")
+	fmt.Fprintf(&b, "Datasets: %s. Scores: %s. Seeds: %d (0..%d; seeded generators: reproducible, NOT for deployment). "+
+		"Code version `%s`.\n\n", strings.Join(p.datasets, ", "), strings.Join(upper(c.Scores), ", "), c.Seeds, c.Seeds-1, CodeVersion)
+	fmt.Fprintf(&b, "Cells are AUC@K (the authors' semantics: a query with no positive in its top K scores 0) averaged over the "+
+		"evaluation queries of one split, then mean ± 95%% CI (Student t) over seeds. Bold: the best method other than the "+
+		"non-private one. DPLP-family and exponential lists cost K·eps_p (pure protected-pair DP); public-only costs 0; "+
+		"one-shot Laplace and staircase have no proven guarantee for K > 1.\n\n")
+	hasRef := slices.Contains(p.cals, calib.Reference)
+	if hasRef {
+		fmt.Fprintf(&b, "**%s.** Rows with calibration `reference` do not meet the guarantee; they exist only to compare "+
+			"with the authors' published numbers. Under the reference calibration, DPLP-family methods are trained with the "+
+			"authors' data choices but released with the rigorous calibration of the trained transform (the reference "+
+			"calibration has no transform), and power:A is always rigorous.\n\n", calib.Warning)
+	}
+	if skipped > 0 {
+		fmt.Fprintf(&b, "%d cells pairing the reference calibration with a non-reference protocol were skipped "+
+			"(the reference calibration's per-query count exists only in the reference protocol).\n\n", skipped)
+	}
+	for _, prot := range p.prots {
+		for _, cal := range p.cals {
+			if !validCombo(cal, prot) {
+				continue
+			}
+			for _, eps := range c.Eps {
+				for _, sigma := range c.Sigma {
+					for _, k := range c.K {
+						fmt.Fprintf(&b, "## protocol %s, calibration %s, eps_p = %v, sigma = %v, K = %d\n\n", prot, cal, eps, sigma, k)
+						if cal == calib.Reference {
+							b.WriteString("*Reference calibration: does NOT meet the protected-pair DP guarantee.*\n\n")
+						}
+						b.WriteString(table(p, agg, prot.String(), cal.String(), eps, sigma, k))
+						b.WriteString("\n")
+					}
+				}
+			}
+		}
+	}
+	if len(figs) > 0 {
+		b.WriteString("## Plots\n\n")
+		for _, f := range figs {
+			fmt.Fprintf(&b, "- [%s](%s.png) ([svg](%s.svg))\n", filepath.Base(f), f, f)
+		}
+	}
+	return b.String()
+}
+
+func upper(xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = strings.ToUpper(x)
+	}
+	return out
+}
+
+// table renders one Table 1-shaped markdown table.
+func table(p *plan, agg map[aggKey]stat, prot, cal string, eps, sigma float64, k int) string {
+	var b strings.Builder
+	b.WriteString("| dataset | score |")
+	for _, m := range p.methods {
+		fmt.Fprintf(&b, " %s |", m.name)
+	}
+	b.WriteString("\n|---|---|")
+	for range p.methods {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, ds := range p.datasets {
+		for _, kind := range p.scores {
+			sc := scoreName(kind)
+			cells := make([]stat, len(p.methods))
+			best := -1
+			for i, m := range p.methods {
+				cells[i] = agg[aggKey{ds, sc, m.name, cal, prot, eps, sigma, k}]
+				if m.mech != calib.NonPrivate && cells[i].n > 0 && (best < 0 || cells[i].mean > cells[best].mean) {
+					best = i
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s |", ds, strings.ToUpper(sc))
+			for i, s := range cells {
+				if i == best {
+					fmt.Fprintf(&b, " **%s** |", s)
+				} else {
+					fmt.Fprintf(&b, " %s |", s)
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+// writePlots draws AUC@K vs eps_p (per dataset x score, one line per
+// method; when there are >= 2 eps values), AUC@K vs sigma (paper Figure 3;
+// >= 2 sigma values) and AUC@K vs the power a of power:a methods (paper
+// Figure 2, one line per dataset; >= 2 powers). It returns the written
+// files' paths relative to out, without extension.
+func writePlots(out string, p *plan, rows []Row) ([]string, error) {
+	c := &p.cfg
+	agg := aggregate(rows)
+	var figs []string
+	save := func(name string, f *plot.Figure) error {
+		if len(f.Series) == 0 {
+			return nil
+		}
+		rel := filepath.Join("plots", name)
+		if err := f.Save(filepath.Join(out, rel)); err != nil {
+			return err
+		}
+		figs = append(figs, rel)
+		return nil
+	}
+	var nonPower []methodSpec
+	var powers []methodSpec
+	for _, m := range p.methods {
+		if m.power > 0 {
+			powers = append(powers, m)
+		} else {
+			nonPower = append(nonPower, m)
+		}
+	}
+	slices.SortFunc(powers, func(a, b methodSpec) int { return cmpF(a.power, b.power) })
+	eps := sortedF(c.Eps)
+	sigmas := sortedF(c.Sigma)
+	series := func(name string, xs []float64, at func(x float64) stat) (plot.Series, bool) {
+		s := plot.Series{Name: name}
+		for _, x := range xs {
+			st := at(x)
+			if st.n == 0 {
+				continue
+			}
+			s.X, s.Y, s.Err = append(s.X, x), append(s.Y, st.mean), append(s.Err, st.ci)
+		}
+		return s, len(s.X) > 0
+	}
+	for _, prot := range p.prots {
+		for _, cal := range p.cals {
+			if !validCombo(cal, prot) {
+				continue
+			}
+			ps, cs := prot.String(), cal.String()
+			for _, k := range c.K {
+				for _, ds := range p.datasets {
+					for _, kind := range p.scores {
+						sc := scoreName(kind)
+						if len(eps) >= 2 {
+							for _, sigma := range sigmas {
+								f := &plot.Figure{Title: fmt.Sprintf("%s, %s: AUC@%d vs eps_p (sigma=%v, %s/%s)", ds, strings.ToUpper(sc), k, sigma, ps, cs),
+									XLabel: "eps_p", YLabel: fmt.Sprintf("AUC@%d", k), LogX: eps[len(eps)-1]/eps[0] >= 20}
+								for _, m := range nonPower {
+									if s, ok := series(m.name, eps, func(e float64) stat { return agg[aggKey{ds, sc, m.name, cs, ps, e, sigma, k}] }); ok {
+										f.Series = append(f.Series, s)
+									}
+								}
+								if err := save(fmt.Sprintf("auc_vs_eps_%s_%s_%s_%s_sigma%v_k%d", ds, sc, ps, cs, sigma, k), f); err != nil {
+									return nil, err
+								}
+							}
+						}
+						if len(sigmas) >= 2 {
+							for _, e := range eps {
+								f := &plot.Figure{Title: fmt.Sprintf("%s, %s: AUC@%d vs sigma (eps_p=%v, %s/%s)", ds, strings.ToUpper(sc), k, e, ps, cs),
+									XLabel: "sigma (fraction of protected edges)", YLabel: fmt.Sprintf("AUC@%d", k)}
+								for _, m := range nonPower {
+									if s, ok := series(m.name, sigmas, func(sg float64) stat { return agg[aggKey{ds, sc, m.name, cs, ps, e, sg, k}] }); ok {
+										f.Series = append(f.Series, s)
+									}
+								}
+								if err := save(fmt.Sprintf("auc_vs_sigma_%s_%s_%s_%s_eps%v_k%d", ds, sc, ps, cs, e, k), f); err != nil {
+									return nil, err
+								}
+							}
+						}
+					}
+				}
+				if len(powers) < 2 {
+					continue
+				}
+				as := make([]float64, len(powers))
+				for i, m := range powers {
+					as[i] = m.power
+				}
+				for _, kind := range p.scores {
+					sc := scoreName(kind)
+					for _, e := range eps {
+						for _, sigma := range sigmas {
+							f := &plot.Figure{Title: fmt.Sprintf("%s: AUC@%d vs a, f(s)=s^a (eps_p=%v, sigma=%v, %s/%s)", strings.ToUpper(sc), k, e, sigma, ps, cs),
+								XLabel: "a", YLabel: fmt.Sprintf("AUC@%d", k), LogX: as[len(as)-1]/as[0] >= 20}
+							for _, ds := range p.datasets {
+								if s, ok := series(ds, as, func(a float64) stat {
+									return agg[aggKey{ds, sc, "power:" + fmtF(a), cs, ps, e, sigma, k}]
+								}); ok {
+									f.Series = append(f.Series, s)
+								}
+							}
+							if err := save(fmt.Sprintf("auc_vs_power_%s_%s_%s_eps%v_sigma%v_k%d", sc, ps, cs, e, sigma, k), f); err != nil {
+								return nil, err
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return figs, nil
+}
+
+func cmpF(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func sortedF(xs []float64) []float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s
+}

@@ -1,0 +1,426 @@
+package experiment
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/evaluate"
+	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/progress"
+	"github.com/dplp/dplp/protocol"
+	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/score"
+)
+
+// hooks are the expensive calls of a run; tests replace them to count work.
+type hooks struct {
+	load  func(path string) (*graph.Graph, error)
+	eval  func(s *protocol.Split, cfg calib.Config, k int, seed uint64) (evaluate.Result, error)
+	train func(s *protocol.Split, kind score.Kind, variant string, eps float64, opt evaluate.TrainOptions, seed uint64) (calib.Transform, evaluate.TrainSummary, error)
+}
+
+func defaultHooks() hooks {
+	return hooks{
+		load: func(path string) (*graph.Graph, error) {
+			g, _, err := graph.ReadFile(path)
+			return g, err
+		},
+		eval:  evaluate.Run,
+		train: evaluate.TrainTransform,
+	}
+}
+
+// Run runs the experiment cfg and writes its outputs to the directory out:
+// results.json, results.csv, summary.md, plots/ (PNG and SVG) and cache/
+// (one file per finished cell; a rerun skips them, so an interrupted run
+// resumes). log receives progress lines (nil: discarded); a progress bar
+// with ETA is drawn on stderr when it is a terminal. Cancelling ctx stops
+// the run between cells. With cfg.Theory set, the outputs are theory.json,
+// theory.csv, summary.md (tables and a machine-generated verdict) and
+// plots/ instead (see TheoryConfig).
+func Run(ctx context.Context, cfg Config, out string, log io.Writer) error {
+	return run(ctx, cfg, out, log, defaultHooks())
+}
+
+// unit is a unit of work: one evaluation shared by every cell with its key.
+type unit struct {
+	c    cell // a representative cell
+	key  cellKey
+	hash string
+	res  *Result
+}
+
+// logger serialises log lines from concurrent cells. While a progress bar
+// is drawn (stderr is a terminal), routine per-cell lines (detail) are
+// dropped so they do not tear the bar; start and end lines always print.
+type logger struct {
+	mu    sync.Mutex
+	w     io.Writer
+	quiet bool
+}
+
+func (l *logger) printf(format string, a ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fmt.Fprintf(l.w, format+"\n", a...)
+}
+
+func (l *logger) detail(format string, a ...any) {
+	if !l.quiet {
+		l.printf(format, a...)
+	}
+}
+
+func run(ctx context.Context, cfg Config, out string, logw io.Writer, h hooks) error {
+	if out == "" {
+		return errors.New("experiment: no output directory given")
+	}
+	if logw == nil {
+		logw = io.Discard
+	}
+	lg := &logger{w: logw, quiet: progress.Enabled()}
+	p, err := cfg.parse(true)
+	if err != nil {
+		return err
+	}
+	if cfg.Theory != nil {
+		return runTheory(ctx, *cfg.Theory, out, lg)
+	}
+	if err := os.MkdirAll(filepath.Join(out, "cache"), 0o755); err != nil {
+		return err
+	}
+	cells, skipped := p.expand()
+	if len(cells) == 0 {
+		return errors.New("experiment: no cell to run: the reference calibration needs the reference protocol")
+	}
+	shas := make([]string, len(p.datasets))
+	for i, g := range cfg.Graphs {
+		if shas[i], err = fileSHA256(g); err != nil {
+			return err
+		}
+	}
+
+	// Units of work, and the unit of every cell.
+	byHash := map[string]*unit{}
+	var units []*unit
+	unitOf := make([]*unit, len(cells))
+	for i, c := range cells {
+		k := p.key(c, shas[c.ds])
+		hs := hashKey(k)
+		u, ok := byHash[hs]
+		if !ok {
+			u = &unit{c: c, key: k, hash: hs}
+			byHash[hs] = u
+			units = append(units, u)
+		}
+		unitOf[i] = u
+	}
+	var todo []*unit
+	for _, u := range units {
+		var r Result
+		if readCache(cachePath(out, u.hash), u.key, &r) {
+			u.res = &r
+		} else {
+			todo = append(todo, u)
+		}
+	}
+	lg.printf("experiment: %d cells, %d distinct evaluations, %d cached, %d to run; output in %s",
+		len(cells), len(units), len(units)-len(todo), len(todo), out)
+	if skipped > 0 {
+		lg.printf("experiment: skipped %d cells pairing the reference calibration with a non-reference protocol", skipped)
+	}
+
+	// Group the work by split: (dataset, protocol, sigma, seed).
+	methodIdx := map[string]int{}
+	for i, m := range p.methods {
+		methodIdx[m.name] = i
+	}
+	slices.SortStableFunc(todo, func(a, b *unit) int {
+		x, y := a.c, b.c
+		return cmp.Or(cmp.Compare(x.ds, y.ds), cmp.Compare(x.prot, y.prot), cmp.Compare(x.sigma, y.sigma),
+			cmp.Compare(x.seed, y.seed), cmp.Compare(x.kind, y.kind), cmp.Compare(methodIdx[x.method.name], methodIdx[y.method.name]),
+			cmp.Compare(x.cal, y.cal), cmp.Compare(x.eps, y.eps), cmp.Compare(x.k, y.k))
+	})
+	bar := progress.New(int64(len(todo)), "experiment")
+	r := &runner{p: p, h: h, out: out, lg: lg, bar: bar, total: len(todo)}
+	var g *graph.Graph
+	gds := -1
+	for start := 0; start < len(todo); {
+		c0 := todo[start].c
+		end := start + 1
+		for end < len(todo) {
+			c := todo[end].c
+			if c.ds != c0.ds || c.prot != c0.prot || c.sigma != c0.sigma || c.seed != c0.seed {
+				break
+			}
+			end++
+		}
+		if err := ctx.Err(); err != nil {
+			bar.Finish()
+			return r.interrupted(err)
+		}
+		if c0.ds != gds {
+			g = nil // let the previous graph go before loading the next
+			t0 := time.Now()
+			if g, err = h.load(cfg.Graphs[c0.ds]); err != nil {
+				bar.Finish()
+				return fmt.Errorf("experiment: %s: %w", cfg.Graphs[c0.ds], err)
+			}
+			gds = c0.ds
+			lg.detail("experiment: loaded %s (%d nodes, %d edges) in %.1fs", p.datasets[c0.ds], g.N(), g.M(), time.Since(t0).Seconds())
+		}
+		t0 := time.Now()
+		pc := protocol.Config{Kind: c0.prot, Sigma: c0.sigma, NonEdgeFrac: cfg.NonEdgeFrac, MaxNegatives: cfg.MaxNegatives}
+		split, err := protocol.Build(g, pc, randx.Derive(uint64(c0.seed), streamSplit, uint64(c0.prot)))
+		if err != nil {
+			bar.Finish()
+			return fmt.Errorf("experiment: %s, %s protocol, sigma %v, seed %d: %w", p.datasets[c0.ds], c0.prot, c0.sigma, c0.seed, err)
+		}
+		lg.detail("experiment: split %s/%s/sigma=%v/seed=%d: %d queries, %d protected pairs (%.1fs)",
+			p.datasets[c0.ds], c0.prot, c0.sigma, c0.seed, len(split.Queries), split.Stats.Protected, time.Since(t0).Seconds())
+		if err := r.group(ctx, split, todo[start:end]); err != nil {
+			bar.Finish()
+			if ctx.Err() != nil {
+				return r.interrupted(ctx.Err())
+			}
+			return err
+		}
+		start = end
+	}
+	bar.Finish()
+
+	rows := make([]Row, len(cells))
+	for i, c := range cells {
+		rows[i] = p.row(c, unitOf[i].res)
+	}
+	return writeOutputs(out, p, rows, skipped, lg)
+}
+
+// runner evaluates units and caches their results.
+type runner struct {
+	p     *plan
+	h     hooks
+	out   string
+	lg    *logger
+	bar   *progress.Bar
+	total int
+
+	mu   sync.Mutex
+	done int
+}
+
+func (r *runner) interrupted(err error) error {
+	return fmt.Errorf("experiment: interrupted after %d of %d evaluations (finished cells are cached; rerun to resume): %w", r.done, r.total, err)
+}
+
+// trainEntry memoises one trained transform within a split group.
+type trainEntry struct {
+	once sync.Once
+	tr   calib.Transform
+	sum  evaluate.TrainSummary
+	err  error
+}
+
+// group evaluates the units sharing one split, Workers at a time.
+func (r *runner) group(ctx context.Context, split *protocol.Split, us []*unit) error {
+	var mu sync.Mutex
+	memo := map[string]*trainEntry{}
+	transform := func(c cell) (*trainEntry, error) {
+		key := fmt.Sprint(c.kind, c.method.variant, c.eps, c.cal)
+		mu.Lock()
+		e, ok := memo[key]
+		if !ok {
+			e = &trainEntry{}
+			memo[key] = e
+		}
+		mu.Unlock()
+		e.once.Do(func() {
+			opt := evaluate.TrainOptions{Epochs: r.p.cfg.Epochs, Reference: c.cal == calib.Reference}
+			seed := derivedSeed("train", r.p.datasets[c.ds], c.kind, c.method.variant, c.prot, c.sigma, c.eps, c.cal, c.seed)
+			t0 := time.Now()
+			e.tr, e.sum, e.err = r.h.train(split, c.kind, c.method.variant, c.eps, opt, seed)
+			if e.err == nil && e.tr == nil {
+				e.err = errors.New("trainer returned no transform")
+			}
+			if e.err != nil {
+				e.err = fmt.Errorf("experiment: training %s on %s (%s, %s, eps %v, sigma %v, seed %d): %w",
+					c.method.name, r.p.datasets[c.ds], scoreName(c.kind), c.prot, c.eps, c.sigma, c.seed, e.err)
+				return
+			}
+			if e.sum.Seconds == 0 {
+				e.sum.Seconds = time.Since(t0).Seconds()
+			}
+			r.lg.detail("experiment: trained %s %s %s eps=%v: %d epochs (best %d), held-out AUC %.3f, %.1fs",
+				r.p.datasets[c.ds], scoreName(c.kind), c.method.name, c.eps, e.sum.Epochs, e.sum.BestEpoch, e.sum.HeldOutAUC, e.sum.Seconds)
+		})
+		return e, e.err
+	}
+
+	workers := r.p.cfg.Workers
+	if workers == 0 {
+		workers = DefaultWorkers
+	}
+	work := make(chan *unit)
+	errc := make(chan error, workers)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for u := range work {
+				if err := r.one(split, u, transform); err != nil {
+					errc <- err
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+feed:
+	for _, u := range us {
+		select {
+		case work <- u:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+	}
+	return ctx.Err()
+}
+
+// one evaluates a unit, caches its result and reports progress.
+func (r *runner) one(split *protocol.Split, u *unit, transform func(cell) (*trainEntry, error)) error {
+	c := u.c
+	cfg := calib.Config{Method: c.method.mech, Calibration: c.cal, Kind: c.kind, Eps: c.eps}
+	var res Result
+	switch {
+	case c.method.epsFree():
+		cfg.Calibration, cfg.Eps = calib.Rigorous, 0
+	case c.method.power > 0:
+		cfg.Calibration, cfg.Transform = calib.Rigorous, powerTransform{c.method.power}
+	case c.method.trained():
+		e, err := transform(c)
+		if err != nil {
+			return err
+		}
+		// The reference calibration has no transform: release the trained
+		// transform with its exact, rigorous Delta_f.
+		cfg.Calibration, cfg.Transform = calib.Rigorous, e.tr
+		res.TrainSeconds = e.sum.Seconds
+		res.HeldOutAUC = finitePtr(e.sum.HeldOutAUC)
+	}
+	t0 := time.Now()
+	er, err := r.h.eval(split, cfg, c.k, derivedSeed("eval", u.hash))
+	if err != nil {
+		return fmt.Errorf("experiment: %s: %w", r.describe(c), err)
+	}
+	res.Seconds = time.Since(t0).Seconds()
+	res.TopK, res.Queries, res.ZeroNoise = er.Mean, er.Queries, er.ZeroNoise
+	res.ROCAUC = finitePtr(er.ROCAUC)
+	m := er.Mean
+	for _, x := range []float64{m.AUC, m.Precision, m.Recall, m.NDCG, m.MAP, m.MRR, m.Hits} {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("experiment: %s: non-finite metric in %+v", r.describe(c), m)
+		}
+	}
+	if err := writeCache(cachePath(r.out, u.hash), u.key, &res); err != nil {
+		return err
+	}
+	u.res = &res
+	r.mu.Lock()
+	r.done++
+	n := r.done
+	r.mu.Unlock()
+	r.bar.Add(1)
+	r.lg.detail("[%d/%d] %s: AUC@K %.4f over %d queries (%.2fs)", n, r.total, r.describe(c), m.AUC, er.Queries, res.Seconds)
+	return nil
+}
+
+func (r *runner) describe(c cell) string {
+	return fmt.Sprintf("%s %s %s %s/%s eps=%v sigma=%v k=%d seed=%d", r.p.datasets[c.ds], scoreName(c.kind), c.method.name,
+		c.prot, c.cal, c.eps, c.sigma, c.k, c.seed)
+}
+
+func finitePtr(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+// cacheRecord is a cache file: the key it answers and the result.
+type cacheRecord struct {
+	Key    json.RawMessage `json:"key"`
+	Result json.RawMessage `json:"result"`
+}
+
+func cachePath(out, hash string) string { return filepath.Join(out, "cache", hash+".json") }
+
+// readCache loads a cached result for key into res; false when absent,
+// unreadable or stored for another key.
+func readCache(path string, key, res any) bool {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var rec cacheRecord
+	if json.Unmarshal(data, &rec) != nil {
+		return false
+	}
+	want, err := json.Marshal(key)
+	if err != nil || !bytes.Equal(want, rec.Key) {
+		return false
+	}
+	return json.Unmarshal(rec.Result, res) == nil
+}
+
+// writeCache stores a result atomically (temporary file and rename), so an
+// interrupted run never leaves a half-written cell behind.
+func writeCache(path string, key, res any) error {
+	k, err := json.Marshal(key)
+	if err != nil {
+		return err
+	}
+	v, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(cacheRecord{Key: k, Result: v})
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
