@@ -17,7 +17,7 @@ import (
 
 // CodeVersion is part of every cache key: bump it whenever a change to this
 // package or to what it calls changes results, so stale cells are recomputed.
-const CodeVersion = "experiment-v1"
+const CodeVersion = "experiment-v2"
 
 // cell is one (dataset, score, method, calibration, protocol, eps, sigma,
 // k, seed) combination: one row of results.json.

@@ -192,11 +192,50 @@ func Train(cfg Config, train, heldOut []Query, r *rand.Rand) (*Result, error) {
 	if err := t.setParams(best); err != nil {
 		return nil, err
 	}
+	if pub && usable > 0 {
+		if err := t.tunePublicScale(ev, res); err != nil {
+			return nil, err
+		}
+	}
 	res.F, res.H = t.f, t.h
 	return res, nil
 }
 
 func nanf() float64 { return math.NaN() }
+
+// tunePublicScale is a held-out line search over h's log-scale for
+// dplp-pub: the hinge is not scale-free in h relative to the noise, so
+// gradient steps can stop short of the scale at which the free public
+// evidence is best used (often: h dominating, f breaking its ties). It
+// tries the trained scale times 10^j, j = -1..6, and keeps the best by the
+// selection criterion (held-out, invariant data only).
+func (t *trainer) tunePublicScale(ev *evaluator, res *Result) error {
+	hs, ok := t.h.(*transform.Scaled)
+	if !ok {
+		return nil
+	}
+	base := hs.S
+	bestS, bestAUC := base, math.Inf(-1)
+	for j := -1; j <= 6; j++ {
+		hs.S = base + float64(j)*math.Ln10
+		noisy, clean, err := ev.run(t.f, t.h)
+		if err != nil {
+			return err
+		}
+		a := noisy
+		if t.cfg.Select == SelectClean {
+			a = clean
+		}
+		if a > bestAUC {
+			bestS, bestAUC = hs.S, a
+		}
+	}
+	hs.S = bestS
+	res.BestAUC = bestAUC
+	p := append([]float64(nil), t.cur...)
+	p[len(p)-1] = bestS
+	return t.setParams(p)
+}
 
 // trainer holds the parameters, the optimiser state and per-step buffers.
 type trainer struct {
@@ -236,9 +275,13 @@ func newTrainer(cfg Config, r *rand.Rand) (*trainer, error) {
 	t.nf = t.f.NumParams()
 	t.theta = t.f.Params()
 	if cfg.Variant.Public() {
-		if t.h, err = transform.New(cfg.Spec(), r); err != nil {
+		h, err := transform.New(cfg.Spec(), r)
+		if err != nil {
 			return nil, err
 		}
+		// A learnable log-scale lets training set how far the free public
+		// evidence outweighs the noise (see transform.Scaled).
+		t.h = &transform.Scaled{T: h}
 		t.nh = t.h.NumParams()
 		t.theta = append(t.theta, t.h.Params()...)
 	}

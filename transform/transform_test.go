@@ -213,6 +213,11 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			randomize(tr, r, 30)
 		}
 		fdCheck(t, c.name, tr, xs, 2e-6)
+		sc := &Scaled{T: tr.Clone(), S: 0.7}
+		fdCheck(t, c.name+"-scaled", sc, xs, 2e-6)
+		if got, want := sc.Eval(0.4), math.Exp(0.7)*tr.Eval(0.4); math.Abs(got-want) > 1e-12*math.Abs(want) {
+			t.Fatalf("%s: scaled eval %v want %v", c.name, got, want)
+		}
 	}
 }
 
