@@ -45,6 +45,25 @@ func pickQueries(g *graph.Graph, spec string) ([]int32, error) {
 	return all[:min(n, len(all))], nil
 }
 
+// benchScorer loads the graph and marks of a bench command and prepares
+// the scorer and the chosen queries (untimed set-up).
+func benchScorer(cmd *cobra.Command, path string, pf *protFlags, qspec string, k score.Kind) (*score.Scorer, []int32, error) {
+	g, _, err := loadGraph(cmd, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	prot, err := pf.load(g, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	queries, err := pickQueries(g, qspec)
+	if err != nil {
+		return nil, nil, err
+	}
+	sc, err := score.New(g, prot, k)
+	return sc, queries, err
+}
+
 func printBench(cmd *cobra.Command, asJSON bool, keys []string, vals map[string]any) error {
 	out := cmd.OutOrStdout()
 	if asJSON {
@@ -80,19 +99,7 @@ candidate_pairs, wedges, seconds and pairs_per_second (JSON keys exactly these).
 			if err != nil {
 				return err
 			}
-			g, _, err := loadGraph(cmd, path)
-			if err != nil {
-				return err
-			}
-			prot, err := pf.load(g, true)
-			if err != nil {
-				return err
-			}
-			queries, err := pickQueries(g, qspec)
-			if err != nil {
-				return err
-			}
-			sc, err := score.New(g, prot, k)
+			sc, queries, err := benchScorer(cmd, path, &pf, qspec, k)
 			if err != nil {
 				return err
 			}
@@ -166,19 +173,7 @@ not a deployment.`,
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			g, _, err := loadGraph(cmd, path)
-			if err != nil {
-				return err
-			}
-			prot, err := pf.load(g, true)
-			if err != nil {
-				return err
-			}
-			queries, err := pickQueries(g, qspec)
-			if err != nil {
-				return err
-			}
-			sc, err := score.New(g, prot, sk)
+			sc, queries, err := benchScorer(cmd, path, &pf, qspec, sk)
 			if err != nil {
 				return err
 			}
