@@ -1,11 +1,13 @@
 // Package experiment is the experiment harness of the paper's Section 6: it
-// expands a grid of datasets x base scores x methods x calibrations x
+// expands a grid of datasets x base predictors x methods x calibrations x
 // protocols x eps_p x sigma x K x seeds into cells, evaluates each cell on a
-// shared split (one per dataset, protocol, sigma and seed) with a shared
-// trained transform (one per dataset, score, variant, protocol, sigma, eps_p,
-// calibration and seed), caches every finished cell on disk so that an
-// interrupted run resumes, and writes results.json, results.csv, summary.md
-// (tables shaped like the paper's Table 1) and plots.
+// shared split (one per dataset, protocol, sigma and seed) with shared
+// fitted predictors (one per split and predictor on the test graph, and one
+// on the public training graph when a DPLP-family method needs training) and
+// a shared trained transform (one per dataset, predictor, variant, protocol,
+// sigma, eps_p, calibration and seed), caches every finished cell on disk so
+// that an interrupted run resumes, and writes results.json, results.csv,
+// summary.md (tables shaped like the paper's Table 1) and plots.
 //
 // A second experiment, the "theory" preset, measures the quantities of the
 // paper's Section 5 on latent-space graphs (see theory.go).
@@ -24,8 +26,9 @@ import (
 	"strings"
 
 	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/linkclf"
+	"github.com/dplp/dplp/predict"
 	"github.com/dplp/dplp/protocol"
-	"github.com/dplp/dplp/score"
 )
 
 // Config is an experiment grid. It loads from JSON (LoadConfig; keys are the
@@ -35,7 +38,14 @@ type Config struct {
 	// Graphs are edge-list files; a dataset is named by its file's base name
 	// without extension(s) ("../shared/datasets/yeast.txt" -> "yeast").
 	Graphs []string `json:"graphs"`
-	// Scores are base scores (cn, aa, ra, jc, pa).
+	// Scores are base predictors (predict.Parse): the triad scores cn, aa,
+	// ra, jc, pa; the embedding methods node2vec, deepwalk, line, gcn,
+	// prune, struc2vec (each followed by a logistic link classifier; fitted
+	// once per split on the test graph, and once on the public training
+	// graph when a DPLP-family method is trained); or file:PATH (a score
+	// file read against the graph's labels, with the range of Predictor;
+	// the same file scores the test and the training graph, so DPLP's
+	// training is invariant only if the file ignores protected pairs).
 	Scores []string `json:"scores"`
 	// Methods: nonprivate, public-only, dplp, dplp-lin, dplp-umnn, dplp-pub,
 	// exponential, laplace, laplace-peeling, staircase, and power:A (the
@@ -67,10 +77,57 @@ type Config struct {
 	// Workers is the number of cells evaluated at once (each evaluation is
 	// itself parallel over queries); 0 means DefaultWorkers.
 	Workers int `json:"workers"`
+	// Predictor configures the embedding and file predictors (ignored by
+	// the triad scores).
+	Predictor PredictorOptions `json:"predictor"`
 
 	// Theory, when set, makes Run measure the paper's Section 5 quantities on
 	// latent-space graphs instead of running the grid above.
 	Theory *TheoryConfig `json:"theory,omitempty"`
+}
+
+// PredictorOptions configure the embedding and file predictors; zero
+// values take predict's defaults (the paper's settings).
+type PredictorOptions struct {
+	// Feature is the link classifier's edge feature: absdiff (|z_u - z_v|,
+	// the authors'; default) or hadamard.
+	Feature string `json:"feature,omitempty"`
+	// Dim is the embedding dimension (0: 80).
+	Dim int `json:"dim,omitempty"`
+	// Epochs are the gcn / prune training epochs (0: the paper's).
+	Epochs int `json:"epochs,omitempty"`
+	// P and Q are node2vec's return and in-out parameters (0: 1).
+	P float64 `json:"p,omitempty"`
+	Q float64 `json:"q,omitempty"`
+	// Lo and Hi are the declared range of file:PATH scores (both 0: [0, 1]).
+	Lo float64 `json:"lo,omitempty"`
+	Hi float64 `json:"hi,omitempty"`
+}
+
+// options converts to predict.Options (without the seed).
+func (o PredictorOptions) options() (predict.Options, error) {
+	var feat linkclf.Feature
+	if o.Feature != "" {
+		f, err := linkclf.ParseFeature(strings.ToLower(strings.TrimSpace(o.Feature)))
+		if err != nil {
+			return predict.Options{}, fmt.Errorf("predictor feature: %w", err)
+		}
+		feat = f
+	}
+	var errs []error
+	if o.Dim < 0 || o.Epochs < 0 {
+		errs = append(errs, fmt.Errorf("predictor dim %d and epochs %d must be >= 0", o.Dim, o.Epochs))
+	}
+	if !(o.P >= 0) || !(o.Q >= 0) || math.IsInf(o.P, 0) || math.IsInf(o.Q, 0) {
+		errs = append(errs, fmt.Errorf("node2vec p %v and q %v must be finite and > 0 (0: 1)", o.P, o.Q))
+	}
+	if (o.Lo != 0 || o.Hi != 0) && (!(o.Hi > o.Lo) || math.IsInf(o.Lo, 0) || math.IsInf(o.Hi, 0)) {
+		errs = append(errs, fmt.Errorf("file score range [%v, %v]: need finite lo < hi (or both 0 for [0, 1])", o.Lo, o.Hi))
+	}
+	if len(errs) > 0 {
+		return predict.Options{}, errors.Join(errs...)
+	}
+	return predict.Options{Feature: feat, Dim: o.Dim, Epochs: o.Epochs, P: o.P, Q: o.Q, Lo: o.Lo, Hi: o.Hi}, nil
 }
 
 // DefaultWorkers is the number of cells evaluated at once when
@@ -100,8 +157,8 @@ func DefaultConfig() Config {
 }
 
 // LoadConfig reads a JSON configuration. Keys not given keep DefaultConfig's
-// values; unknown keys are errors. Relative graph paths are resolved
-// against the configuration file's directory.
+// values; unknown keys are errors. Relative graph paths and file:PATH score
+// paths are resolved against the configuration file's directory.
 func LoadConfig(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -122,20 +179,38 @@ func LoadConfig(path string) (Config, error) {
 			cfg.Graphs[i] = filepath.Join(dir, g)
 		}
 	}
+	for i, sc := range cfg.Scores {
+		t := strings.TrimSpace(sc)
+		if f, ok := strings.CutPrefix(t, "file:"); ok && f != "" && !filepath.IsAbs(f) {
+			cfg.Scores[i] = "file:" + filepath.Join(dir, f)
+		}
+	}
 	if cfg.Theory != nil {
 		cfg.Theory.fill()
 	}
 	return cfg, nil
 }
 
+// Presets names the presets of Preset.
+var Presets = []string{"table1", "table1-emb", "theory"}
+
 // Preset returns a named configuration: "table1" (the paper's Table 1 over
 // the five graphs of dataDir: AA, CN, JC, PA; all methods; eps_p = 0.1,
 // sigma = 0.3, K = 30; 3 seeds; clean protocol, rigorous calibration; add
-// reference protocol/calibration with flags) or "theory" (paper Section 5
-// on latent-space graphs). dataDir "" means ../shared/datasets.
+// reference protocol/calibration with flags), "table1-emb" (the same
+// setting with the six embedding predictors node2vec, deepwalk, line, gcn,
+// prune, struc2vec) or "theory" (paper Section 5 on latent-space graphs).
+// dataDir "" means ../shared/datasets.
+//
+// table1-emb is slow: every (dataset, seed) fits each embedding twice (on
+// the test graph, and on the public training graph for DPLP's training),
+// 180 fits in all; PRUNE takes minutes per fit on facebook, struc2vec and
+// node2vec tens of seconds. Lower the cost with --seeds 1, --emb-epochs
+// (gcn, prune), --dim, or fewer --score / --graph values; --max-negatives
+// caps the evaluation's candidates but not the fits.
 func Preset(name, dataDir string) (Config, error) {
-	switch strings.ToLower(name) {
-	case "table1":
+	switch l := strings.ToLower(name); l {
+	case "table1", "table1-emb":
 		if dataDir == "" {
 			dataDir = filepath.Join("..", "shared", "datasets")
 		}
@@ -145,6 +220,9 @@ func Preset(name, dataDir string) (Config, error) {
 			cfg.Graphs = append(cfg.Graphs, filepath.Join(dataDir, d+".txt"))
 		}
 		cfg.Scores = []string{"aa", "cn", "jc", "pa"}
+		if l == "table1-emb" {
+			cfg.Scores = slices.Clone(predict.Embedding)
+		}
 		cfg.Seeds = 3
 		return cfg, nil
 	case "theory":
@@ -153,7 +231,7 @@ func Preset(name, dataDir string) (Config, error) {
 		cfg.Theory = &t
 		return cfg, nil
 	}
-	return Config{}, fmt.Errorf("experiment: unknown preset %q (want table1 or theory)", name)
+	return Config{}, fmt.Errorf("experiment: unknown preset %q (want %s)", name, strings.Join(Presets, ", "))
 }
 
 // methodSpec is a parsed method name.
@@ -209,7 +287,9 @@ func DatasetName(path string) string {
 type plan struct {
 	cfg      Config
 	datasets []string // names, parallel to cfg.Graphs
-	scores   []score.Kind
+	preds    []predictor
+	popt     predict.Options   // predictor options, without the seed
+	fileSHA  map[string]string // file:PATH predictors: PATH -> content hash (set by run)
 	methods  []methodSpec
 	cals     []calib.Calibration
 	prots    []protocol.Kind
@@ -272,11 +352,32 @@ func (c *Config) parse(checkFiles bool) (*plan, error) {
 			}
 		}
 	}
+	shown := map[string]string{}
 	list("scores", c.Scores, func(s string) error {
-		k, err := score.ParseKind(s)
-		p.scores = append(p.scores, k)
-		return err
+		spec, err := predict.Parse(s)
+		if err != nil {
+			return err
+		}
+		pr := predictor{name: spec.Name, spec: spec}
+		if prev, ok := shown[pr.display()]; ok {
+			return fmt.Errorf("scores %s and %s have the same display name %s", prev, pr.name, pr.display())
+		}
+		shown[pr.display()] = pr.name
+		if checkFiles && spec.File != "" {
+			if st, err := os.Stat(spec.File); err != nil {
+				return fmt.Errorf("score %s: %v", s, err)
+			} else if st.IsDir() {
+				return fmt.Errorf("score %s: %s is a directory", s, spec.File)
+			}
+		}
+		p.preds = append(p.preds, pr)
+		return nil
 	})
+	if o, err := c.Predictor.options(); err != nil {
+		errs = append(errs, err)
+	} else {
+		p.popt = o
+	}
 	list("methods", c.Methods, func(s string) error {
 		m, err := parseMethod(s)
 		p.methods = append(p.methods, m)

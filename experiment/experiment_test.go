@@ -4,18 +4,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/evaluate"
 	"github.com/dplp/dplp/gen"
+	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/predict"
+	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/protocol"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/score"
@@ -48,15 +54,23 @@ func tinyGraph(t testing.TB, dir, name string, n int, seed uint64) string {
 }
 
 // counting returns hooks that count evaluations and trainings; training is
-// replaced by a power transform (fast and deterministic).
+// replaced by a power transform (fast and deterministic). Both check that
+// they get the scorer of the right graph: the test graph for evaluation,
+// the public training graph for training.
 func counting(evals, trains *atomic.Int64) hooks {
 	h := defaultHooks()
-	h.eval = func(s *protocol.Split, cfg calib.Config, k int, seed uint64) (evaluate.Result, error) {
+	h.eval = func(s *protocol.Split, sc *score.Scorer, cfg calib.Config, k int, seed uint64) (evaluate.Result, error) {
 		evals.Add(1)
-		return evaluate.Run(s, cfg, k, seed)
+		if sc.Graph() != s.Test {
+			return evaluate.Result{}, errors.New("evaluation scorer does not score the test graph")
+		}
+		return evaluate.RunScorer(s, sc, cfg, k, seed)
 	}
-	h.train = func(_ *protocol.Split, _ score.Kind, _ string, _ float64, _ evaluate.TrainOptions, _ uint64) (calib.Transform, evaluate.TrainSummary, error) {
+	h.train = func(s *protocol.Split, sc *score.Scorer, _, _ string, _ float64, _ evaluate.TrainOptions, _ uint64) (calib.Transform, evaluate.TrainSummary, error) {
 		trains.Add(1)
+		if sc.Graph() != s.Train {
+			return nil, evaluate.TrainSummary{}, errors.New("training scorer does not score the training graph")
+		}
 		return powerTransform{2}, evaluate.TrainSummary{Epochs: 1, BestEpoch: 1, HeldOutAUC: 0.5}, nil
 	}
 	return h
@@ -188,6 +202,14 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.Epochs = -1 }, "epochs"},
 		{func(c *Config) { c.Eps = []float64{0.1, 0.1} }, "repeat"},
 		{func(c *Config) { c.Theory = &TheoryConfig{Dim: -1} }, "theory: dim"},
+		{func(c *Config) { c.Scores = []string{"file:"} }, "needs a path"},
+		{func(c *Config) { c.Scores = []string{"file:" + filepath.Join(dir, "nope.csv")} }, "nope.csv"},
+		{func(c *Config) { c.Scores = []string{"file:a/s.csv", "file:b/s.csv"} }, "same display name"},
+		{func(c *Config) { c.Scores = []string{"gcn", "GCN"} }, "listed twice"},
+		{func(c *Config) { c.Predictor.Feature = "sum" }, "unknown feature"},
+		{func(c *Config) { c.Predictor.Dim = -1 }, "dim -1"},
+		{func(c *Config) { c.Predictor.Q = math.NaN() }, "node2vec"},
+		{func(c *Config) { c.Predictor.Lo, c.Predictor.Hi = 1, 1 }, "file score range"},
 	}
 	for _, tc := range cases {
 		c := DefaultConfig()
@@ -496,11 +518,11 @@ func TestInterruptResume(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := counting(&evals, &trains)
 	inner := h.eval
-	h.eval = func(s *protocol.Split, c calib.Config, k int, seed uint64) (evaluate.Result, error) {
+	h.eval = func(s *protocol.Split, sc *score.Scorer, c calib.Config, k int, seed uint64) (evaluate.Result, error) {
 		if evals.Load() == 6 {
 			cancel()
 		}
-		return inner(s, c, k, seed)
+		return inner(s, sc, c, k, seed)
 	}
 	err := run(ctx, cfg, out, nil, h)
 	if err == nil || !strings.Contains(err.Error(), "rerun to resume") {
@@ -532,20 +554,25 @@ func TestReferenceCalibration(t *testing.T) {
 	cfg.Calibrations = []string{"rigorous", "reference"}
 	out := filepath.Join(dir, "out")
 	var evals, trains atomic.Int64
+	var mu sync.Mutex // hooks run on concurrent workers
 	var opts []evaluate.TrainOptions
 	h := counting(&evals, &trains)
 	inner := h.train
-	h.train = func(s *protocol.Split, k score.Kind, v string, e float64, o evaluate.TrainOptions, sd uint64) (calib.Transform, evaluate.TrainSummary, error) {
+	h.train = func(s *protocol.Split, sc *score.Scorer, name, v string, e float64, o evaluate.TrainOptions, sd uint64) (calib.Transform, evaluate.TrainSummary, error) {
+		mu.Lock()
 		opts = append(opts, o)
-		return inner(s, k, v, e, o, sd)
+		mu.Unlock()
+		return inner(s, sc, name, v, e, o, sd)
 	}
 	var cals []calib.Calibration
 	ev := h.eval
-	h.eval = func(s *protocol.Split, c calib.Config, k int, seed uint64) (evaluate.Result, error) {
+	h.eval = func(s *protocol.Split, sc *score.Scorer, c calib.Config, k int, seed uint64) (evaluate.Result, error) {
 		if c.Transform != nil {
+			mu.Lock()
 			cals = append(cals, c.Calibration)
+			mu.Unlock()
 		}
-		return ev(s, c, k, seed)
+		return ev(s, sc, c, k, seed)
 	}
 	if err := run(context.Background(), cfg, out, nil, h); err != nil {
 		t.Fatal(err)
@@ -627,6 +654,22 @@ func TestLoadConfigAndFlags(t *testing.T) {
 	if err != nil || len(p.Graphs) != 5 || len(p.Scores) != 4 || p.Seeds != 3 || p.K[0] != 30 || p.Sigma[0] != 0.3 || p.Eps[0] != 0.1 {
 		t.Fatalf("table1 preset %+v, %v", p, err)
 	}
+	p, err = Preset("table1-emb", "")
+	if err != nil || len(p.Graphs) != 5 || !slices.Equal(p.Scores, predict.Embedding) || p.Seeds != 3 || p.K[0] != 30 ||
+		p.Sigma[0] != 0.3 || p.Eps[0] != 0.1 || len(p.Methods) != len(AllMethods) {
+		t.Fatalf("table1-emb preset %+v, %v", p, err)
+	}
+	fs = pflag.NewFlagSet("x", pflag.ContinueOnError)
+	f = AddFlags(fs)
+	if err := fs.Parse([]string{"--config", filepath.Join(dir, "ok.json"), "--score", "gcn,cn", "--dim", "16", "--emb-epochs", "5", "--feature", "hadamard"}); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = f.Config(); err != nil {
+		t.Fatal(err)
+	}
+	if want := (PredictorOptions{Feature: "hadamard", Dim: 16, Epochs: 5}); c.Predictor != want || !slices.Equal(c.Scores, []string{"gcn", "cn"}) {
+		t.Fatalf("predictor flags: %+v %v", c.Predictor, c.Scores)
+	}
 	if _, err := Preset("nope", ""); err == nil {
 		t.Fatal("unknown preset accepted")
 	}
@@ -672,6 +715,284 @@ func BenchmarkSmokeRun(b *testing.B) {
 	dir := b.TempDir()
 	cfg := DefaultConfig()
 	cfg.Graphs = []string{tinyGraph(b, dir, "latent", 300, 9)}
+	cfg.Eps = []float64{0.1, 1}
+	for i := 0; b.Loop(); i++ {
+		if err := Run(context.Background(), cfg, filepath.Join(dir, strconv.Itoa(i)), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestEmbeddingPredictor runs a small grid with an embedding predictor
+// (gcn, few epochs) next to a triad score, with the real fitting, trainer
+// and evaluation: rows carry score "gcn"; every predictor is fitted once on
+// the test graph per split, and once on the training graph only when a
+// DPLP-family method trains, whose scorer is then that of the training
+// graph; a rerun is fully cached and changed predictor options recompute.
+func TestEmbeddingPredictor(t *testing.T) {
+	dir := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.Graphs = []string{tinyGraph(t, dir, "latent", 200, 5)}
+	cfg.Scores = []string{"gcn", "cn"}
+	cfg.Methods = []string{"nonprivate", "public-only", "dplp", "dplp-lin", "exponential", "power:2"}
+	cfg.Calibrations = []string{"rigorous", "reference"}
+	cfg.Protocols = []string{"clean", "reference"}
+	cfg.Eps = []float64{1}
+	cfg.K = []int{10}
+	cfg.Epochs = 3
+	cfg.Predictor = PredictorOptions{Dim: 16, Epochs: 20}
+	out := filepath.Join(dir, "out")
+
+	var mu sync.Mutex
+	type fitted struct {
+		name string
+		g    *graph.Graph // kept alive, so pointers are never reused
+	}
+	var fits []fitted
+	var trainNames []string
+	var evals atomic.Int64
+	var refKinds []score.Kind
+	h := defaultHooks()
+	fit := h.fit
+	h.fit = func(spec predict.Spec, g *graph.Graph, p *protect.Set, opt predict.Options) (*score.Scorer, error) {
+		sc, err := fit(spec, g, p, opt)
+		mu.Lock()
+		fits = append(fits, fitted{spec.Name, g})
+		mu.Unlock()
+		return sc, err
+	}
+	train := h.train
+	h.train = func(s *protocol.Split, sc *score.Scorer, name, v string, e float64, o evaluate.TrainOptions, sd uint64) (calib.Transform, evaluate.TrainSummary, error) {
+		if sc.Graph() != s.Train || sc.Name() != name && !strings.EqualFold(sc.Name(), name) {
+			return nil, evaluate.TrainSummary{}, errors.New("training scorer is not the predictor's on the training graph")
+		}
+		mu.Lock()
+		trainNames = append(trainNames, name)
+		mu.Unlock()
+		return train(s, sc, name, v, e, o, sd)
+	}
+	eval := h.eval
+	h.eval = func(s *protocol.Split, sc *score.Scorer, c calib.Config, k int, seed uint64) (evaluate.Result, error) {
+		evals.Add(1)
+		if sc.Graph() != s.Test {
+			return evaluate.Result{}, errors.New("evaluation scorer is not on the test graph")
+		}
+		if c.Calibration == calib.Reference {
+			mu.Lock()
+			refKinds = append(refKinds, c.Kind)
+			mu.Unlock()
+		}
+		return eval(s, sc, c, k, seed)
+	}
+	if err := run(context.Background(), cfg, out, nil, h); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ReadResults(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 2 scores x 6 methods x (clean/rigorous, reference/rigorous, reference/reference).
+	if len(rows) != 2*6*3 {
+		t.Fatalf("%d rows, want %d", len(rows), 2*6*3)
+	}
+	var gcnRows int
+	for _, r := range rows {
+		if r.Score != "gcn" {
+			continue
+		}
+		gcnRows++
+		if r.Queries <= 0 || r.AUC < 0 || r.AUC > 1 {
+			t.Fatalf("bad gcn row %+v", r)
+		}
+		if strings.HasPrefix(r.Method, "dplp") && r.HeldOutAUC == nil {
+			t.Fatalf("gcn dplp row without training summary: %+v", r)
+		}
+	}
+	if gcnRows != 6*3 {
+		t.Fatalf("%d gcn rows, want %d", gcnRows, 6*3)
+	}
+	// Two splits (clean, reference); in each, every predictor is fitted on
+	// the test graph and on the training graph, once.
+	seen := map[fitted]bool{}
+	for _, f := range fits {
+		if seen[f] {
+			t.Fatalf("%s fitted twice on one graph", f.name)
+		}
+		seen[f] = true
+	}
+	if len(fits) != 2*2*2 {
+		t.Fatalf("%d fits, want 8", len(fits))
+	}
+	// dplp and dplp-lin: clean/rigorous, reference/rigorous, reference/reference.
+	if n := len(trainNames); n != 2*2*3 || slices.Index(trainNames, "gcn") < 0 {
+		t.Fatalf("trainings %v", trainNames)
+	}
+	for _, k := range refKinds {
+		if k != score.Bounded && k != score.CN {
+			t.Fatalf("reference calibration with kind %v", k)
+		}
+	}
+	if !slices.Contains(refKinds, score.Bounded) {
+		t.Fatal("no reference-calibrated gcn cell")
+	}
+	sum, _ := os.ReadFile(filepath.Join(out, "summary.md"))
+	if !strings.Contains(string(sum), "| latent | gcn |") || !strings.Contains(string(sum), "| latent | CN |") {
+		t.Fatalf("summary lacks the gcn or CN row:\n%s", sum)
+	}
+
+	// Rerun: fully cached, nothing fitted.
+	fits = nil
+	evals.Store(0)
+	if err := run(context.Background(), cfg, out, nil, h); err != nil {
+		t.Fatal(err)
+	}
+	if evals.Load() != 0 || len(fits) != 0 {
+		t.Fatalf("cached rerun evaluated %d cells, fitted %v", evals.Load(), fits)
+	}
+	// Changed embedding options recompute the gcn cells only, and without
+	// DPLP-family methods the training graph is never fitted.
+	cfg.Predictor.Dim = 8
+	cfg.Methods = []string{"nonprivate", "exponential"}
+	cfg.Calibrations, cfg.Protocols = []string{"rigorous"}, []string{"clean"}
+	if err := run(context.Background(), cfg, out, nil, h); err != nil {
+		t.Fatal(err)
+	}
+	if evals.Load() != 2 || len(fits) != 1 || fits[0].name != "gcn" {
+		t.Fatalf("after changing dim: %d evaluations (want 2), fits %v (want one gcn test fit)", evals.Load(), fits)
+	}
+}
+
+// TestPredictorKeys checks which predictor options enter a cell's cache
+// key: none for triads; feature and dimension for embeddings, epochs only
+// for gcn and prune, p and q only for node2vec; range and content for files.
+func TestPredictorKeys(t *testing.T) {
+	dir := t.TempDir()
+	g := tinyGraph(t, dir, "g", 40, 1)
+	keyOf := func(score string, o PredictorOptions) string {
+		t.Helper()
+		c := DefaultConfig()
+		c.Graphs, c.Scores, c.Methods, c.Predictor = []string{g}, []string{score}, []string{"exponential"}, o
+		p, err := c.parse(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.fileSHA = map[string]string{"s.csv": "sha-" + o.Feature}
+		cells, _ := p.expand()
+		return hashKey(p.key(cells[0], "sha"))
+	}
+	base := PredictorOptions{}
+	cases := []struct {
+		score string
+		o     PredictorOptions
+		same  bool
+	}{
+		{"aa", PredictorOptions{Dim: 8, Epochs: 3, Feature: "hadamard", P: 2, Lo: -1, Hi: 1}, true},
+		{"gcn", PredictorOptions{Epochs: 3}, false},
+		{"gcn", PredictorOptions{Dim: 8}, false},
+		{"gcn", PredictorOptions{Feature: "hadamard"}, false},
+		{"gcn", PredictorOptions{Feature: "absdiff"}, true},
+		{"gcn", PredictorOptions{P: 2, Q: 3, Lo: 1, Hi: 2}, true},
+		{"prune", PredictorOptions{Epochs: 3}, false},
+		{"deepwalk", PredictorOptions{Epochs: 3, P: 2}, true},
+		{"node2vec", PredictorOptions{Epochs: 3}, true},
+		{"node2vec", PredictorOptions{Q: 0.5}, false},
+		{"file:s.csv", PredictorOptions{Lo: -1, Hi: 1}, false},
+		{"file:s.csv", PredictorOptions{Dim: 8, Epochs: 2}, true},
+		{"file:s.csv", PredictorOptions{Feature: "hadamard"}, false}, // the stand-in file hash changes
+	}
+	for _, tc := range cases {
+		if got := keyOf(tc.score, tc.o) == keyOf(tc.score, base); got != tc.same {
+			t.Errorf("%s with %+v: same key %v, want %v", tc.score, tc.o, got, tc.same)
+		}
+	}
+	if keyOf("gcn", base) == keyOf("line", base) {
+		t.Error("gcn and line share a key")
+	}
+}
+
+func TestPredictorNames(t *testing.T) {
+	for in, want := range map[string][3]string{
+		"AA":                 {"aa", "AA", "aa"},
+		"node2vec":           {"node2vec", "node2vec", "node2vec"},
+		"file:dir/My Sc.csv": {"file:dir/My Sc.csv", "file:My Sc.csv", "file_my_sc.csv"},
+	} {
+		spec, err := predict.Parse(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr := predictor{name: spec.Name, spec: spec}
+		if got := [3]string{pr.name, pr.display(), pr.slug()}; got != want {
+			t.Errorf("%q: name, display, slug %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestFilePredictor runs a score file as predictor: its rows carry
+// "file:PATH", and editing the file invalidates the cached cells.
+func TestFilePredictor(t *testing.T) {
+	dir := t.TempDir()
+	gp := tinyGraph(t, dir, "g", 80, 2)
+	g, _, err := graph.ReadFile(gp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(scale float64) {
+		var b strings.Builder
+		for u := int32(0); int(u) < g.N(); u++ {
+			for v := u + 1; int(v) < g.N(); v++ {
+				// A deterministic score in [0, 1] favouring close ids.
+				fmt.Fprintf(&b, "%s,%s,%g\n", g.Label(u), g.Label(v), scale/(1+math.Abs(float64(u-v))))
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "scores.csv"), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(1)
+	cfgPath := filepath.Join(dir, "cfg.json")
+	os.WriteFile(cfgPath, []byte(`{"graphs": ["g.txt"], "scores": ["file:scores.csv", "cn"], "methods": ["nonprivate", "exponential"], "k": [5]}`), 0o644)
+	cfg, err := LoadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "file:" + filepath.Join(dir, "scores.csv"); cfg.Scores[0] != want {
+		t.Fatalf("score path %q, want %q", cfg.Scores[0], want)
+	}
+	out := filepath.Join(dir, "out")
+	var evals, trains atomic.Int64
+	if err := run(context.Background(), cfg, out, nil, counting(&evals, &trains)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ReadResults(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 || rows[0].Score != cfg.Scores[0] || rows[2].Score != "cn" {
+		t.Fatalf("rows %+v", rows)
+	}
+	sum, _ := os.ReadFile(filepath.Join(out, "summary.md"))
+	if !strings.Contains(string(sum), "| g | file:scores.csv |") {
+		t.Fatalf("summary lacks the file row:\n%s", sum)
+	}
+	write(0.5)
+	evals.Store(0)
+	if err := run(context.Background(), cfg, out, nil, counting(&evals, &trains)); err != nil {
+		t.Fatal(err)
+	}
+	if evals.Load() != 2 {
+		t.Fatalf("after editing the score file: %d evaluations, want 2 (the file's cells)", evals.Load())
+	}
+}
+
+// BenchmarkEmbeddingSmokeRun times the smoke experiment with the gcn
+// predictor at its default settings (one 300-node dataset, every method,
+// two eps values, one seed: two gcn fits and the DPLP trainings) from an
+// empty cache.
+func BenchmarkEmbeddingSmokeRun(b *testing.B) {
+	dir := b.TempDir()
+	cfg := DefaultConfig()
+	cfg.Graphs = []string{tinyGraph(b, dir, "latent", 300, 9)}
+	cfg.Scores = []string{"gcn"}
 	cfg.Eps = []float64{0.1, 1}
 	for i := 0; b.Loop(); i++ {
 		if err := Run(context.Background(), cfg, filepath.Join(dir, strconv.Itoa(i)), nil); err != nil {

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
 )
@@ -24,12 +25,12 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	f := &Flags{fs: fs}
 	d := DefaultConfig()
 	c := &f.cfg
-	fs.StringVar(&f.Preset, "preset", "", "start from a preset: table1 or theory")
+	fs.StringVar(&f.Preset, "preset", "", "start from a preset: "+strings.Join(Presets, ", ")+" (table1-emb: the six embeddings; slow, PRUNE takes minutes per fit on facebook)")
 	fs.StringVar(&f.ConfigFile, "config", "", "start from a JSON configuration file (keys as in results.json's configuration: graphs, scores, methods, ...)")
 	fs.StringVar(&f.DataDir, "data-dir", "../shared/datasets", "directory of the five graphs of the table1 preset")
 	fs.StringVar(&f.Out, "out", "experiment-out", "output directory (results.json, results.csv, summary.md, plots/, cache/)")
 	fs.StringSliceVar(&c.Graphs, "graph", nil, "edge-list file (repeatable); the dataset name is its base name without extension")
-	fs.StringSliceVar(&c.Scores, "score", d.Scores, "base scores: cn, aa, ra, jc, pa")
+	fs.StringSliceVar(&c.Scores, "score", d.Scores, "base predictors: cn, aa, ra, jc, pa; embeddings node2vec, deepwalk, line, gcn, prune, struc2vec (fitted per split); file:PATH")
 	fs.StringSliceVar(&c.Methods, "method", d.Methods, "methods: nonprivate, public-only, dplp, dplp-lin, dplp-umnn, dplp-pub, exponential, laplace, laplace-peeling, staircase, power:A")
 	fs.StringSliceVar(&c.Protocols, "protocol", d.Protocols, "protocols: clean, reference, deployment")
 	fs.StringSliceVar(&c.Calibrations, "calibration", d.Calibrations, "calibrations: rigorous, reference (reproduction only; does NOT meet the guarantee)")
@@ -41,6 +42,13 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.Float64Var(&c.NonEdgeFrac, "protect-nonedges", 0, "also protect this fraction of non-edges (clean and deployment protocols)")
 	fs.IntVar(&c.MaxNegatives, "max-negatives", 0, "cap test and dev negatives per query (0: no cap)")
 	fs.IntVar(&c.Workers, "workers", 0, "cells evaluated at once (each is parallel inside; 0 means 2)")
+	fs.StringVar(&c.Predictor.Feature, "feature", "absdiff", "embedding predictors: link-classifier edge feature, absdiff (|z_u - z_v|, the authors') or hadamard")
+	fs.IntVar(&c.Predictor.Dim, "dim", 0, "embedding predictors: dimension (0: 80, the paper's)")
+	fs.IntVar(&c.Predictor.Epochs, "emb-epochs", 0, "gcn/prune predictors: training epochs (0: the paper's)")
+	fs.Float64Var(&c.Predictor.P, "n2v-p", 0, "node2vec: return parameter p (0: 1)")
+	fs.Float64Var(&c.Predictor.Q, "n2v-q", 0, "node2vec: in-out parameter q (0: 1)")
+	fs.Float64Var(&c.Predictor.Lo, "lo", 0, "file:PATH scores: lower end of the declared range (lo = hi = 0: [0, 1])")
+	fs.Float64Var(&c.Predictor.Hi, "hi", 0, "file:PATH scores: upper end of the declared range")
 	return f
 }
 
@@ -82,6 +90,13 @@ func (f *Flags) Config() (Config, error) {
 	set("protect-nonedges", func() { cfg.NonEdgeFrac = c.NonEdgeFrac })
 	set("max-negatives", func() { cfg.MaxNegatives = c.MaxNegatives })
 	set("workers", func() { cfg.Workers = c.Workers })
+	set("feature", func() { cfg.Predictor.Feature = c.Predictor.Feature })
+	set("dim", func() { cfg.Predictor.Dim = c.Predictor.Dim })
+	set("emb-epochs", func() { cfg.Predictor.Epochs = c.Predictor.Epochs })
+	set("n2v-p", func() { cfg.Predictor.P = c.Predictor.P })
+	set("n2v-q", func() { cfg.Predictor.Q = c.Predictor.Q })
+	set("lo", func() { cfg.Predictor.Lo = c.Predictor.Lo })
+	set("hi", func() { cfg.Predictor.Hi = c.Predictor.Hi })
 	if cfg.Theory != nil {
 		// Grid flags do not apply to the theory experiment, except seeds.
 		set("seeds", func() { cfg.Theory.Seeds = c.Seeds })

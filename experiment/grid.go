@@ -8,22 +8,53 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/predict"
 	"github.com/dplp/dplp/protocol"
-	"github.com/dplp/dplp/score"
 )
 
 // CodeVersion is part of every cache key: bump it whenever a change to this
 // package or to what it calls changes results, so stale cells are recomputed.
-const CodeVersion = "experiment-v2"
+const CodeVersion = "experiment-v3"
 
-// cell is one (dataset, score, method, calibration, protocol, eps, sigma,
-// k, seed) combination: one row of results.json.
+// predictor is a parsed base predictor of Config.Scores.
+type predictor struct {
+	name string // predict.Spec.Name: results.json's "score" ("aa", "node2vec", "file:PATH")
+	spec predict.Spec
+}
+
+// display is the name shown in tables and plot titles: upper case for the
+// triad scores ("AA"), the method for embeddings, file:BASE for files.
+func (p predictor) display() string {
+	switch {
+	case p.spec.Triad:
+		return strings.ToUpper(p.name)
+	case p.spec.File != "":
+		return "file:" + filepath.Base(p.spec.File)
+	}
+	return p.name
+}
+
+// slug is the name used in plot file names: display in lower case with
+// characters other than letters, digits, '.', '-' and '_' replaced by '_'.
+func (p predictor) slug() string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, strings.ToLower(p.display()))
+}
+
+// cell is one (dataset, predictor, method, calibration, protocol, eps,
+// sigma, k, seed) combination: one row of results.json.
 type cell struct {
 	ds     int
-	kind   score.Kind
+	pred   predictor
 	method methodSpec
 	cal    calib.Calibration
 	prot   protocol.Kind
@@ -52,6 +83,47 @@ type cellKey struct {
 	Epochs       int     `json:"epochs"`
 	NonEdgeFrac  float64 `json:"non_edge_frac"`
 	MaxNegatives int     `json:"max_negatives"`
+	// Predictor holds the options that change a fitted predictor's scores
+	// (nil for the triad scores, which have none).
+	Predictor *predictorKey `json:"predictor,omitempty"`
+}
+
+// predictorKey is the canonical form of the predictor options that matter
+// to one predictor; zero fields are defaults.
+type predictorKey struct {
+	Feature string  `json:"feature,omitempty"`
+	Dim     int     `json:"dim,omitempty"`
+	Epochs  int     `json:"epochs,omitempty"`
+	P       float64 `json:"p,omitempty"`
+	Q       float64 `json:"q,omitempty"`
+	Lo      float64 `json:"lo,omitempty"`
+	Hi      float64 `json:"hi,omitempty"`
+	FileSHA string  `json:"file_sha256,omitempty"`
+}
+
+// predKey is the cache-relevant configuration of a predictor (nil for
+// triads): the classifier feature and dimension for embeddings, epochs for
+// gcn and prune, p and q for node2vec, the range and content hash for files.
+func (p *plan) predKey(pr predictor) *predictorKey {
+	s, o := pr.spec, p.popt
+	switch {
+	case s.Triad:
+		return nil
+	case s.File != "":
+		lo, hi := o.Lo, o.Hi
+		if !(hi > lo) {
+			lo, hi = 0, 1
+		}
+		return &predictorKey{Lo: lo, Hi: hi, FileSHA: p.fileSHA[s.File]}
+	}
+	k := &predictorKey{Feature: o.Feature.String(), Dim: o.Dim}
+	switch s.Method {
+	case "gcn", "prune":
+		k.Epochs = o.Epochs
+	case "node2vec":
+		k.P, k.Q = o.P, o.Q
+	}
+	return k
 }
 
 // hash is the cache file name of the key: sha256 of its canonical JSON.
@@ -71,14 +143,14 @@ func derivedSeed(parts ...any) uint64 {
 	return binary.LittleEndian.Uint64(h[:8])
 }
 
-// expand lists the cells in output order (dataset, score, method,
+// expand lists the cells in output order (dataset, predictor, method,
 // calibration, protocol, eps, sigma, k, seed). The reference calibration
 // only exists with the reference protocol (its per-query count a(u) is
 // computed there); other combinations with it are skipped and reported.
 func (p *plan) expand() (cells []cell, skipped int) {
 	c := &p.cfg
 	for ds := range p.datasets {
-		for _, kind := range p.scores {
+		for _, pr := range p.preds {
 			for _, m := range p.methods {
 				for _, cal := range p.cals {
 					for _, prot := range p.prots {
@@ -90,7 +162,7 @@ func (p *plan) expand() (cells []cell, skipped int) {
 							for _, sigma := range c.Sigma {
 								for _, k := range c.K {
 									for seed := 0; seed < c.Seeds; seed++ {
-										cells = append(cells, cell{ds: ds, kind: kind, method: m, cal: cal,
+										cells = append(cells, cell{ds: ds, pred: pr, method: m, cal: cal,
 											prot: prot, eps: eps, sigma: sigma, k: k, seed: seed})
 									}
 								}
@@ -108,9 +180,10 @@ func (p *plan) expand() (cells []cell, skipped int) {
 func (p *plan) key(c cell, graphSHA string) cellKey {
 	k := cellKey{
 		Version: CodeVersion, Dataset: p.datasets[c.ds], GraphSHA: graphSHA,
-		Score: scoreName(c.kind), Method: c.method.name, Calibration: c.cal.String(),
+		Score: c.pred.name, Method: c.method.name, Calibration: c.cal.String(),
 		Protocol: c.prot.String(), Eps: c.eps, Sigma: c.sigma, K: c.k, Seed: c.seed,
 		NonEdgeFrac: p.cfg.NonEdgeFrac, MaxNegatives: p.cfg.MaxNegatives,
+		Predictor: p.predKey(c.pred),
 	}
 	switch {
 	case c.method.epsFree():
@@ -123,9 +196,6 @@ func (p *plan) key(c cell, graphSHA string) cellKey {
 	}
 	return k
 }
-
-// scoreName is the lower-case score name used in outputs ("aa").
-func scoreName(k score.Kind) string { return strings.ToLower(k.String()) }
 
 // fileSHA256 hashes a file's bytes, so a changed graph file invalidates its
 // cached cells.

@@ -61,7 +61,7 @@ func ReadResults(path string) ([]Row, error) {
 }
 
 func (p *plan) row(c cell, r *Result) Row {
-	return Row{Dataset: p.datasets[c.ds], Score: scoreName(c.kind), Method: c.method.name,
+	return Row{Dataset: p.datasets[c.ds], Score: c.pred.name, Method: c.method.name,
 		Calibration: c.cal.String(), Protocol: c.prot.String(), Eps: c.eps, Sigma: c.sigma,
 		K: c.k, Seed: c.seed, Result: *r}
 }
@@ -195,11 +195,17 @@ func summary(p *plan, rows []Row, skipped int, figs []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Experiment summary\n\n")
 	fmt.Fprintf(&b, "Datasets: %s. Scores: %s. Seeds: %d (0..%d; seeded generators: reproducible, NOT for deployment). "+
-		"Code version `%s`.\n\n", strings.Join(p.datasets, ", "), strings.Join(upper(c.Scores), ", "), c.Seeds, c.Seeds-1, CodeVersion)
+		"Code version `%s`.\n\n", strings.Join(p.datasets, ", "), strings.Join(displays(p.preds), ", "), c.Seeds, c.Seeds-1, CodeVersion)
 	fmt.Fprintf(&b, "Cells are AUC@K (the authors' semantics: a query with no positive in its top K scores 0) averaged over the "+
 		"evaluation queries of one split, then mean ± 95%% CI (Student t) over seeds. Bold: the best method other than the "+
 		"non-private one. DPLP-family and exponential lists cost K·eps_p (pure protected-pair DP); public-only costs 0; "+
 		"one-shot Laplace and staircase have no proven guarantee for K > 1.\n\n")
+	if slices.ContainsFunc(p.preds, func(pr predictor) bool { return !pr.spec.Triad }) {
+		b.WriteString("Embedding and file predictors score in [0, 1] (a logistic link classifier's probability for " +
+			"embeddings) with Delta_s = S_max = 1 and no public part, so public-only ranks their candidates as ties. " +
+			"Embeddings are fitted per split on the test graph for evaluation and on the public training graph for " +
+			"DPLP-family training.\n\n")
+	}
 	hasRef := slices.Contains(p.cals, calib.Reference)
 	if hasRef {
 		fmt.Fprintf(&b, "**%s.** Rows with calibration `reference` do not meet the guarantee; they exist only to compare "+
@@ -239,10 +245,10 @@ func summary(p *plan, rows []Row, skipped int, figs []string) string {
 	return b.String()
 }
 
-func upper(xs []string) []string {
-	out := make([]string, len(xs))
-	for i, x := range xs {
-		out[i] = strings.ToUpper(x)
+func displays(ps []predictor) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.display()
 	}
 	return out
 }
@@ -260,8 +266,8 @@ func table(p *plan, agg map[aggKey]stat, prot, cal string, eps, sigma float64, k
 	}
 	b.WriteString("\n")
 	for _, ds := range p.datasets {
-		for _, kind := range p.scores {
-			sc := scoreName(kind)
+		for _, pr := range p.preds {
+			sc := pr.name
 			cells := make([]stat, len(p.methods))
 			best := -1
 			for i, m := range p.methods {
@@ -270,7 +276,7 @@ func table(p *plan, agg map[aggKey]stat, prot, cal string, eps, sigma float64, k
 					best = i
 				}
 			}
-			fmt.Fprintf(&b, "| %s | %s |", ds, strings.ToUpper(sc))
+			fmt.Fprintf(&b, "| %s | %s |", ds, pr.display())
 			for i, s := range cells {
 				if i == best {
 					fmt.Fprintf(&b, " **%s** |", s)
@@ -335,32 +341,32 @@ func writePlots(out string, p *plan, rows []Row) ([]string, error) {
 			ps, cs := prot.String(), cal.String()
 			for _, k := range c.K {
 				for _, ds := range p.datasets {
-					for _, kind := range p.scores {
-						sc := scoreName(kind)
+					for _, pr := range p.preds {
+						sc, disp, slug := pr.name, pr.display(), pr.slug()
 						if len(eps) >= 2 {
 							for _, sigma := range sigmas {
-								f := &plot.Figure{Title: fmt.Sprintf("%s, %s: AUC@%d vs eps_p (sigma=%v, %s/%s)", ds, strings.ToUpper(sc), k, sigma, ps, cs),
+								f := &plot.Figure{Title: fmt.Sprintf("%s, %s: AUC@%d vs eps_p (sigma=%v, %s/%s)", ds, disp, k, sigma, ps, cs),
 									XLabel: "eps_p", YLabel: fmt.Sprintf("AUC@%d", k), LogX: eps[len(eps)-1]/eps[0] >= 20}
 								for _, m := range nonPower {
 									if s, ok := series(m.name, eps, func(e float64) stat { return agg[aggKey{ds, sc, m.name, cs, ps, e, sigma, k}] }); ok {
 										f.Series = append(f.Series, s)
 									}
 								}
-								if err := save(fmt.Sprintf("auc_vs_eps_%s_%s_%s_%s_sigma%v_k%d", ds, sc, ps, cs, sigma, k), f); err != nil {
+								if err := save(fmt.Sprintf("auc_vs_eps_%s_%s_%s_%s_sigma%v_k%d", ds, slug, ps, cs, sigma, k), f); err != nil {
 									return nil, err
 								}
 							}
 						}
 						if len(sigmas) >= 2 {
 							for _, e := range eps {
-								f := &plot.Figure{Title: fmt.Sprintf("%s, %s: AUC@%d vs sigma (eps_p=%v, %s/%s)", ds, strings.ToUpper(sc), k, e, ps, cs),
+								f := &plot.Figure{Title: fmt.Sprintf("%s, %s: AUC@%d vs sigma (eps_p=%v, %s/%s)", ds, disp, k, e, ps, cs),
 									XLabel: "sigma (fraction of protected edges)", YLabel: fmt.Sprintf("AUC@%d", k)}
 								for _, m := range nonPower {
 									if s, ok := series(m.name, sigmas, func(sg float64) stat { return agg[aggKey{ds, sc, m.name, cs, ps, e, sg, k}] }); ok {
 										f.Series = append(f.Series, s)
 									}
 								}
-								if err := save(fmt.Sprintf("auc_vs_sigma_%s_%s_%s_%s_eps%v_k%d", ds, sc, ps, cs, e, k), f); err != nil {
+								if err := save(fmt.Sprintf("auc_vs_sigma_%s_%s_%s_%s_eps%v_k%d", ds, slug, ps, cs, e, k), f); err != nil {
 									return nil, err
 								}
 							}
@@ -374,11 +380,11 @@ func writePlots(out string, p *plan, rows []Row) ([]string, error) {
 				for i, m := range powers {
 					as[i] = m.power
 				}
-				for _, kind := range p.scores {
-					sc := scoreName(kind)
+				for _, pr := range p.preds {
+					sc, disp, slug := pr.name, pr.display(), pr.slug()
 					for _, e := range eps {
 						for _, sigma := range sigmas {
-							f := &plot.Figure{Title: fmt.Sprintf("%s: AUC@%d vs a, f(s)=s^a (eps_p=%v, sigma=%v, %s/%s)", strings.ToUpper(sc), k, e, sigma, ps, cs),
+							f := &plot.Figure{Title: fmt.Sprintf("%s: AUC@%d vs a, f(s)=s^a (eps_p=%v, sigma=%v, %s/%s)", disp, k, e, sigma, ps, cs),
 								XLabel: "a", YLabel: fmt.Sprintf("AUC@%d", k), LogX: as[len(as)-1]/as[0] >= 20}
 							for _, ds := range p.datasets {
 								if s, ok := series(ds, as, func(a float64) stat {
@@ -387,7 +393,7 @@ func writePlots(out string, p *plan, rows []Row) ([]string, error) {
 									f.Series = append(f.Series, s)
 								}
 							}
-							if err := save(fmt.Sprintf("auc_vs_power_%s_%s_%s_eps%v_sigma%v_k%d", sc, ps, cs, e, sigma, k), f); err != nil {
+							if err := save(fmt.Sprintf("auc_vs_power_%s_%s_%s_eps%v_sigma%v_k%d", slug, ps, cs, e, sigma, k), f); err != nil {
 								return nil, err
 							}
 						}

@@ -19,6 +19,8 @@ import (
 	"github.com/dplp/dplp/evaluate"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/progress"
+	"github.com/dplp/dplp/predict"
+	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/protocol"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/score"
@@ -26,9 +28,13 @@ import (
 
 // hooks are the expensive calls of a run; tests replace them to count work.
 type hooks struct {
-	load  func(path string) (*graph.Graph, error)
-	eval  func(s *protocol.Split, cfg calib.Config, k int, seed uint64) (evaluate.Result, error)
-	train func(s *protocol.Split, kind score.Kind, variant string, eps float64, opt evaluate.TrainOptions, seed uint64) (calib.Transform, evaluate.TrainSummary, error)
+	load func(path string) (*graph.Graph, error)
+	// fit builds a predictor's scorer on g with marks p.
+	fit func(spec predict.Spec, g *graph.Graph, p *protect.Set, opt predict.Options) (*score.Scorer, error)
+	// eval releases and scores the split's lists; sc scores split.Test.
+	eval func(s *protocol.Split, sc *score.Scorer, cfg calib.Config, k int, seed uint64) (evaluate.Result, error)
+	// train trains a DPLP-family transform; sc scores split.Train.
+	train func(s *protocol.Split, sc *score.Scorer, name, variant string, eps float64, opt evaluate.TrainOptions, seed uint64) (calib.Transform, evaluate.TrainSummary, error)
 }
 
 func defaultHooks() hooks {
@@ -37,8 +43,15 @@ func defaultHooks() hooks {
 			g, _, err := graph.ReadFile(path)
 			return g, err
 		},
-		eval:  evaluate.Run,
-		train: evaluate.TrainTransform,
+		fit:  predict.Spec.Fit,
+		eval: evaluate.RunScorer,
+		train: func(s *protocol.Split, sc *score.Scorer, name, variant string, eps float64, opt evaluate.TrainOptions, seed uint64) (calib.Transform, evaluate.TrainSummary, error) {
+			m, sum, err := evaluate.TrainModelFrom(s, sc, name, variant, eps, opt, seed)
+			if err != nil {
+				return nil, sum, err
+			}
+			return m, sum, nil
+		},
 	}
 }
 
@@ -111,6 +124,14 @@ func run(ctx context.Context, cfg Config, out string, logw io.Writer, h hooks) e
 			return err
 		}
 	}
+	p.fileSHA = map[string]string{}
+	for _, pr := range p.preds {
+		if f := pr.spec.File; f != "" {
+			if p.fileSHA[f], err = fileSHA256(f); err != nil {
+				return err
+			}
+		}
+	}
 
 	// Units of work, and the unit of every cell.
 	byHash := map[string]*unit{}
@@ -147,10 +168,14 @@ func run(ctx context.Context, cfg Config, out string, logw io.Writer, h hooks) e
 	for i, m := range p.methods {
 		methodIdx[m.name] = i
 	}
+	predIdx := map[string]int{}
+	for i, pr := range p.preds {
+		predIdx[pr.name] = i
+	}
 	slices.SortStableFunc(todo, func(a, b *unit) int {
 		x, y := a.c, b.c
 		return cmp.Or(cmp.Compare(x.ds, y.ds), cmp.Compare(x.prot, y.prot), cmp.Compare(x.sigma, y.sigma),
-			cmp.Compare(x.seed, y.seed), cmp.Compare(x.kind, y.kind), cmp.Compare(methodIdx[x.method.name], methodIdx[y.method.name]),
+			cmp.Compare(x.seed, y.seed), cmp.Compare(predIdx[x.pred.name], predIdx[y.pred.name]), cmp.Compare(methodIdx[x.method.name], methodIdx[y.method.name]),
 			cmp.Compare(x.cal, y.cal), cmp.Compare(x.eps, y.eps), cmp.Compare(x.k, y.k))
 	})
 	bar := progress.New(int64(len(todo)), "experiment")
@@ -233,37 +258,104 @@ type trainEntry struct {
 	err  error
 }
 
-// group evaluates the units sharing one split, Workers at a time.
+// fitEntry memoises one fitted predictor within a split group.
+type fitEntry struct {
+	once sync.Once
+	sc   *score.Scorer
+	err  error
+}
+
+// memo is a map of lazily computed entries, each computed once.
+type memo[E any] struct {
+	mu sync.Mutex
+	m  map[string]*E
+}
+
+func (m *memo[E]) get(key string) *E {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = map[string]*E{}
+	}
+	e, ok := m.m[key]
+	if !ok {
+		e = new(E)
+		m.m[key] = e
+	}
+	return e
+}
+
+// Roles of a fitted predictor: the test graph with the split's marks
+// (evaluation), or the public training graph with its marks (training).
+const (
+	roleTest  = "test"
+	roleTrain = "train"
+)
+
+// group evaluates the units sharing one split, Workers at a time. Each
+// predictor is fitted at most once per role, and each transform trained
+// at most once, however many cells use them.
 func (r *runner) group(ctx context.Context, split *protocol.Split, us []*unit) error {
-	var mu sync.Mutex
-	memo := map[string]*trainEntry{}
-	transform := func(c cell) (*trainEntry, error) {
-		key := fmt.Sprint(c.kind, c.method.variant, c.eps, c.cal)
-		mu.Lock()
-		e, ok := memo[key]
-		if !ok {
-			e = &trainEntry{}
-			memo[key] = e
-		}
-		mu.Unlock()
+	var fits memo[fitEntry]
+	scorer := func(c cell, role string) (*score.Scorer, error) {
+		e := fits.get(role + "\x00" + c.pred.name)
 		e.once.Do(func() {
-			opt := evaluate.TrainOptions{Epochs: r.p.cfg.Epochs, Reference: c.cal == calib.Reference}
-			seed := derivedSeed("train", r.p.datasets[c.ds], c.kind, c.method.variant, c.prot, c.sigma, c.eps, c.cal, c.seed)
+			g, pm := split.Test, split.Prot
+			if role == roleTrain {
+				g, pm = split.Train, split.TrainProt
+			}
+			opt := r.p.popt
+			// Embedding seeds derive from the cell's seed; sigma is left out,
+			// as for splits, so sigma sweeps share random draws.
+			opt.Seed = derivedSeed("fit", role, r.p.datasets[c.ds], c.pred.name, c.prot, c.seed)
 			t0 := time.Now()
-			e.tr, e.sum, e.err = r.h.train(split, c.kind, c.method.variant, c.eps, opt, seed)
+			e.sc, e.err = r.h.fit(c.pred.spec, g, pm, opt)
+			if e.err == nil && e.sc == nil {
+				e.err = errors.New("no scorer returned")
+			}
+			if e.err == nil && e.sc.Graph() != g {
+				e.err = errors.New("the scorer scores another graph")
+			}
+			if e.err != nil {
+				e.err = fmt.Errorf("experiment: fitting %s on the %s graph of %s (%s, sigma %v, seed %d): %w",
+					c.pred.name, role, r.p.datasets[c.ds], c.prot, c.sigma, c.seed, e.err)
+				return
+			}
+			if !c.pred.spec.Triad {
+				r.lg.detail("experiment: fitted %s on the %s graph of %s/%s/sigma=%v/seed=%d in %.1fs",
+					c.pred.display(), role, r.p.datasets[c.ds], c.prot, c.sigma, c.seed, time.Since(t0).Seconds())
+			}
+		})
+		return e.sc, e.err
+	}
+	var trains memo[trainEntry]
+	transform := func(c cell) (*trainEntry, error) {
+		e := trains.get(fmt.Sprint(c.pred.name, "\x00", c.method.variant, c.eps, c.cal))
+		e.once.Do(func() {
+			// DPLP's transform is trained on the public training graph only
+			// (privacy-model §5): its scorer is fitted there.
+			sc, err := scorer(c, roleTrain)
+			if err != nil {
+				e.err = err
+				return
+			}
+			opt := evaluate.TrainOptions{Epochs: r.p.cfg.Epochs, Reference: c.cal == calib.Reference}
+			seed := derivedSeed("train", r.p.datasets[c.ds], c.pred.name, c.method.variant, c.prot, c.sigma, c.eps, c.cal, c.seed)
+			t0 := time.Now()
+			e.tr, e.sum, e.err = r.h.train(split, sc, c.pred.name, c.method.variant, c.eps, opt, seed)
 			if e.err == nil && e.tr == nil {
 				e.err = errors.New("trainer returned no transform")
 			}
 			if e.err != nil {
 				e.err = fmt.Errorf("experiment: training %s on %s (%s, %s, eps %v, sigma %v, seed %d): %w",
-					c.method.name, r.p.datasets[c.ds], scoreName(c.kind), c.prot, c.eps, c.sigma, c.seed, e.err)
+					c.method.name, r.p.datasets[c.ds], c.pred.name, c.prot, c.eps, c.sigma, c.seed, e.err)
 				return
 			}
 			if e.sum.Seconds == 0 {
 				e.sum.Seconds = time.Since(t0).Seconds()
 			}
 			r.lg.detail("experiment: trained %s %s %s eps=%v: %d epochs (best %d), held-out AUC %.3f, %.1fs",
-				r.p.datasets[c.ds], scoreName(c.kind), c.method.name, c.eps, e.sum.Epochs, e.sum.BestEpoch, e.sum.HeldOutAUC, e.sum.Seconds)
+				r.p.datasets[c.ds], c.pred.display(), c.method.name, c.eps, e.sum.Epochs, e.sum.BestEpoch, e.sum.HeldOutAUC, e.sum.Seconds)
 		})
 		return e, e.err
 	}
@@ -282,7 +374,7 @@ func (r *runner) group(ctx context.Context, split *protocol.Split, us []*unit) e
 		go func() {
 			defer wg.Done()
 			for u := range work {
-				if err := r.one(split, u, transform); err != nil {
+				if err := r.one(split, u, scorer, transform); err != nil {
 					errc <- err
 					cancel()
 					return
@@ -309,9 +401,13 @@ feed:
 }
 
 // one evaluates a unit, caches its result and reports progress.
-func (r *runner) one(split *protocol.Split, u *unit, transform func(cell) (*trainEntry, error)) error {
+func (r *runner) one(split *protocol.Split, u *unit, scorer func(cell, string) (*score.Scorer, error),
+	transform func(cell) (*trainEntry, error)) error {
 	c := u.c
-	cfg := calib.Config{Method: c.method.mech, Calibration: c.cal, Kind: c.kind, Eps: c.eps}
+	// Kind is score.Bounded for embeddings and files: the reference
+	// calibration's Delta is then 1, with noise only when a(u) > 0 (the
+	// authors' sign(a) for deep scores).
+	cfg := calib.Config{Method: c.method.mech, Calibration: c.cal, Kind: c.pred.spec.Kind, Eps: c.eps}
 	var res Result
 	switch {
 	case c.method.epsFree():
@@ -329,8 +425,12 @@ func (r *runner) one(split *protocol.Split, u *unit, transform func(cell) (*trai
 		res.TrainSeconds = e.sum.Seconds
 		res.HeldOutAUC = finitePtr(e.sum.HeldOutAUC)
 	}
+	sc, err := scorer(c, roleTest)
+	if err != nil {
+		return err
+	}
 	t0 := time.Now()
-	er, err := r.h.eval(split, cfg, c.k, derivedSeed("eval", u.hash))
+	er, err := r.h.eval(split, sc, cfg, c.k, derivedSeed("eval", u.hash))
 	if err != nil {
 		return fmt.Errorf("experiment: %s: %w", r.describe(c), err)
 	}
@@ -357,7 +457,7 @@ func (r *runner) one(split *protocol.Split, u *unit, transform func(cell) (*trai
 }
 
 func (r *runner) describe(c cell) string {
-	return fmt.Sprintf("%s %s %s %s/%s eps=%v sigma=%v k=%d seed=%d", r.p.datasets[c.ds], scoreName(c.kind), c.method.name,
+	return fmt.Sprintf("%s %s %s %s/%s eps=%v sigma=%v k=%d seed=%d", r.p.datasets[c.ds], c.pred.display(), c.method.name,
 		c.prot, c.cal, c.eps, c.sigma, c.k, c.seed)
 }
 

@@ -872,3 +872,6 @@ func theorySummary(t TheoryConfig, rows []TheoryRow, st map[theoryAgg]map[string
 	}
 	return b.String()
 }
+
+// scoreName is the lower-case score name used in outputs ("aa").
+func scoreName(k score.Kind) string { return strings.ToLower(k.String()) }

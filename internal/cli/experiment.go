@@ -26,9 +26,11 @@ auc_at_k, precision_at_k, recall_at_k, ndcg_at_k, map_at_k, mrr, hits_at_k,
 queries), results.csv, summary.md (Table 1-shaped tables with 95% confidence
 intervals over seeds) and plots/ (PNG and SVG: AUC@K vs eps_p, vs sigma, vs the
 power a of f(s) = s^a). Finished cells are cached under --out/cache, so an
-interrupted run resumes. Presets: table1 (the paper's Table 1 setting on the
-five graphs of --data-dir) and theory (latent-space checks of the paper's
-Section 5). Results of --calibration reference do NOT meet the stated guarantee.
+interrupted run resumes. Scores are any predictor (cn, aa, ra, jc, pa,
+node2vec, deepwalk, line, gcn, prune, struc2vec, file:PATH). Presets: table1
+(the paper's Table 1 setting on the five graphs of --data-dir, triad scores),
+table1-emb (the same for the six embedding predictors; slow) and theory
+(latent-space checks of the paper's Section 5). Results of --calibration reference do NOT meet the stated guarantee.
 Everything is seeded (seeds 0..N-1) and reproducible.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
