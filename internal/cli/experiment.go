@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/experiment"
 	"github.com/spf13/cobra"
 )
@@ -40,6 +41,11 @@ Everything is seeded (seeds 0..N-1) and reproducible.`,
 			}
 			if flags.Out == "" {
 				return fmt.Errorf("--out DIR is required")
+			}
+			for _, c := range cfg.Calibrations {
+				if c == "reference" {
+					fmt.Fprintln(cmd.ErrOrStderr(), calib.Warning)
+				}
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
