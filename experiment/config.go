@@ -89,8 +89,8 @@ type Config struct {
 // PredictorOptions configure the embedding and file predictors; zero
 // values take predict's defaults (the paper's settings).
 type PredictorOptions struct {
-	// Feature is the link classifier's edge feature: absdiff (|z_u - z_v|,
-	// the authors'; default) or hadamard.
+	// Feature is the link classifier's edge feature: hadamard (default) or
+	// absdiff (|z_u - z_v|, the authors').
 	Feature string `json:"feature,omitempty"`
 	// Dim is the embedding dimension (0: 80).
 	Dim int `json:"dim,omitempty"`

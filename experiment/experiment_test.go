@@ -889,8 +889,8 @@ func TestPredictorKeys(t *testing.T) {
 		{"aa", PredictorOptions{Dim: 8, Epochs: 3, Feature: "hadamard", P: 2, Lo: -1, Hi: 1}, true},
 		{"gcn", PredictorOptions{Epochs: 3}, false},
 		{"gcn", PredictorOptions{Dim: 8}, false},
-		{"gcn", PredictorOptions{Feature: "hadamard"}, false},
-		{"gcn", PredictorOptions{Feature: "absdiff"}, true},
+		{"gcn", PredictorOptions{Feature: "absdiff"}, false},
+		{"gcn", PredictorOptions{Feature: "hadamard"}, true}, // the default
 		{"gcn", PredictorOptions{P: 2, Q: 3, Lo: 1, Hi: 2}, true},
 		{"prune", PredictorOptions{Epochs: 3}, false},
 		{"deepwalk", PredictorOptions{Epochs: 3, P: 2}, true},

@@ -42,7 +42,7 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.Float64Var(&c.NonEdgeFrac, "protect-nonedges", 0, "also protect this fraction of non-edges (clean and deployment protocols)")
 	fs.IntVar(&c.MaxNegatives, "max-negatives", 0, "cap test and dev negatives per query (0: no cap)")
 	fs.IntVar(&c.Workers, "workers", 0, "cells evaluated at once (each is parallel inside; 0 means 2)")
-	fs.StringVar(&c.Predictor.Feature, "feature", "absdiff", "embedding predictors: link-classifier edge feature, absdiff (|z_u - z_v|, the authors') or hadamard")
+	fs.StringVar(&c.Predictor.Feature, "feature", "hadamard", "link-classifier edge feature of embedding scores: hadamard (z_u * z_v, default) or absdiff (|z_u - z_v|, the authors' choice)")
 	fs.IntVar(&c.Predictor.Dim, "dim", 0, "embedding predictors: dimension (0: 80, the paper's)")
 	fs.IntVar(&c.Predictor.Epochs, "emb-epochs", 0, "gcn/prune predictors: training epochs (0: the paper's)")
 	fs.Float64Var(&c.Predictor.P, "n2v-p", 0, "node2vec: return parameter p (0: 1)")

@@ -11,6 +11,18 @@
 // with C = 1 (sklearn's default) and the intercept b not penalised (sklearn's
 // lbfgs solver; liblinear, which the authors used, also penalises b, which
 // matters little with tens of thousands of training pairs).
+//
+// By default the features are standardised (zero mean, unit variance per
+// dimension over the training pairs) before the fit, and the scaling is
+// folded back into the stored weights, so scoring costs the same. The
+// authors' pipeline did not standardise: it min-max normalised each embedding
+// vector within itself (reference-implementation §2.2). We standardise
+// because with a fixed penalty C it measurably improves held-out ROC-AUC
+// (dplp eval-lp, 3 seeds, Hadamard features: node2vec on USAir 0.83 -> 0.89,
+// GCN on Yeast 0.86 -> 0.88; |z_u - z_v| features gain about 0.01), while
+// per-vector min-max normalisation helped on USAir but cost 0.1 on Yeast;
+// it also makes the fit invariant to the scale of each embedding dimension
+// and speeds up L-BFGS (better conditioning).
 package linkclf
 
 import (
@@ -33,10 +45,11 @@ import (
 type Feature int
 
 const (
-	// AbsDiff is |z_u - z_v| element-wise (the authors' choice; default).
-	AbsDiff Feature = iota
-	// Hadamard is z_u * z_v element-wise.
-	Hadamard
+	// Hadamard is z_u * z_v element-wise (default: measurably better link
+	// prediction than AbsDiff on the paper's graphs; see README).
+	Hadamard Feature = iota
+	// AbsDiff is |z_u - z_v| element-wise (the authors' choice).
+	AbsDiff
 )
 
 func (f Feature) String() string {
@@ -68,11 +81,17 @@ type Config struct {
 	// sample of the edges is used beyond it); 0 means all edges.
 	MaxPositives int
 	MaxIter      int // L-BFGS major iterations (default 1000, sklearn's liblinear max_iter)
+	// Standardize fits on features shifted and scaled to zero mean and unit
+	// variance per dimension over the training pairs (default true). The
+	// penalty C then applies to the standardised weights; a dimension that
+	// is constant over the training pairs gets weight 0.
+	Standardize bool
 }
 
-// Defaults returns |z_u - z_v| features, C = 1, all edges, 1000 iterations.
+// Defaults returns |z_u - z_v| features, C = 1, all edges, 1000 iterations,
+// standardised features.
 func Defaults() Config {
-	return Config{Feature: AbsDiff, C: 1, MaxIter: 1000}
+	return Config{Feature: Hadamard, C: 1, MaxIter: 1000, Standardize: true}
 }
 
 // Model is a fitted link classifier bound to its embedding. It is immutable
@@ -132,6 +151,9 @@ func TrainConfig(emb *embed.Embedding, g *graph.Graph, cfg Config, rng *rand.Ran
 		return nil, err
 	}
 	p := newProblem(emb, cfg.Feature, cfg.C, pos, neg)
+	if cfg.Standardize {
+		p.standardize()
+	}
 	x0 := make([]float64, emb.Dim+1)
 	it := cfg.MaxIter
 	if it == 0 {
@@ -163,8 +185,8 @@ func TrainConfig(emb *embed.Embedding, g *graph.Graph, cfg Config, rng *rand.Ran
 			return nil, fmt.Errorf("linkclf: %w", err)
 		}
 	}
-	d := emb.Dim
-	return &Model{emb: emb, feat: cfg.Feature, w: append([]float64(nil), x[:d]...), b: x[d]}, nil
+	w, b := p.unscale(x)
+	return &Model{emb: emb, feat: cfg.Feature, w: w, b: b}, nil
 }
 
 // SampleNonEdges draws k uniform non-edges {u, v} (u < v) of g with rng,
@@ -277,6 +299,9 @@ type problem struct {
 	pos, neg []graph.Edge
 	chunks   int
 	parts    [][]float64 // per-chunk gradient accumulators (d+2: grad, loss)
+	// mean and inv standardise features as (f - mean) * inv; both nil
+	// when features are used as they are.
+	mean, inv []float64
 
 	haveCache         bool
 	cacheX, cacheGrad []float64
@@ -338,6 +363,11 @@ func (p *problem) eval(x []float64, withGrad bool) {
 						y = -1
 					}
 					p.features(e.U, e.V, feat)
+					if p.inv != nil {
+						for j, m := range p.mean {
+							feat[j] = (feat[j] - m) * p.inv[j]
+						}
+					}
 					s := b
 					for j, f := range feat {
 						s += w[j] * f
@@ -356,6 +386,66 @@ func (p *problem) eval(x []float64, withGrad bool) {
 		}()
 	}
 	wg.Wait()
+}
+
+// standardize sets mean and inv from the training pairs' features (two
+// passes, for accuracy). A dimension whose standard deviation is negligible
+// next to its magnitude (relative 1e-10, far below float32 resolution) is
+// treated as constant: inv = 0, so its standardised feature is 0 and its
+// weight stays 0 under the penalty.
+func (p *problem) standardize() {
+	d := p.emb.Dim
+	mean, ss, sq := make([]float64, d), make([]float64, d), make([]float64, d)
+	feat := make([]float64, d)
+	total := float64(len(p.pos) + len(p.neg))
+	each := func(f func()) {
+		for _, es := range [2][]graph.Edge{p.pos, p.neg} {
+			for _, e := range es {
+				p.features(e.U, e.V, feat)
+				f()
+			}
+		}
+	}
+	each(func() {
+		for j, v := range feat {
+			mean[j] += v
+		}
+	})
+	for j := range mean {
+		mean[j] /= total
+	}
+	each(func() {
+		for j, v := range feat {
+			dv := v - mean[j]
+			ss[j] += dv * dv
+			sq[j] += v * v
+		}
+	})
+	inv := make([]float64, d)
+	for j := range inv {
+		sd := math.Sqrt(ss[j] / total)
+		if rms := math.Sqrt(sq[j] / total); sd > 1e-10*rms {
+			inv[j] = 1 / sd
+		}
+	}
+	p.mean, p.inv = mean, inv
+}
+
+// unscale maps optimiser coordinates x (weights, intercept) to weights and
+// intercept on the raw features: w . ((f - mean) * inv) + b equals
+// (w * inv) . f + (b - sum_j w_j mean_j inv_j).
+func (p *problem) unscale(x []float64) (w []float64, b float64) {
+	d := p.emb.Dim
+	w = append([]float64(nil), x[:d]...)
+	b = x[d]
+	if p.inv == nil {
+		return w, b
+	}
+	for j := range w {
+		w[j] *= p.inv[j]
+		b -= w[j] * p.mean[j]
+	}
+	return w, b
 }
 
 func (p *problem) features(u, v int32, out []float64) {

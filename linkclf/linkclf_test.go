@@ -1,6 +1,7 @@
 package linkclf
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -29,11 +30,16 @@ func mustGraph(t testing.TB, n int, edges []graph.Edge) *graph.Graph {
 }
 
 // TestGradientFiniteDifferences checks the hand-written gradient of the
-// regularised logistic loss against central differences.
+// regularised logistic loss against central differences, on raw and on
+// standardised features.
 func TestGradientFiniteDifferences(t *testing.T) {
 	for _, feat := range []Feature{AbsDiff, Hadamard} {
-		for _, c := range []float64{1, 0.3} {
-			t.Run(feat.String(), func(t *testing.T) {
+		for _, tc := range []struct {
+			c   float64
+			std bool
+		}{{1, false}, {0.3, false}, {1, true}, {0.3, true}} {
+			c := tc.c
+			t.Run(fmt.Sprintf("%v/C=%v/std=%v", feat, c, tc.std), func(t *testing.T) {
 				r := randx.Seeded(7)
 				emb := randomEmbedding(30, 5, r)
 				var pos, neg []graph.Edge
@@ -42,6 +48,9 @@ func TestGradientFiniteDifferences(t *testing.T) {
 					neg = append(neg, graph.Edge{U: int32(r.IntN(30)), V: int32(r.IntN(30))})
 				}
 				p := newProblem(emb, feat, c, pos, neg)
+				if tc.std {
+					p.standardize()
+				}
 				x := make([]float64, 6)
 				for i := range x {
 					x[i] = r.NormFloat64()
@@ -66,7 +75,10 @@ func TestGradientFiniteDifferences(t *testing.T) {
 
 // TestOptimumStationary checks that L-BFGS stops at a stationary point of the
 // objective by sklearn's rule (max |gradient| of the per-pair loss <= 1e-4),
-// so the fitted model is the regularised MLE, not a partial fit.
+// so the fitted model is the regularised MLE, not a partial fit. With
+// standardisation the stored weights are mapped back to the standardised
+// coordinates first, which also checks that folding the scaling into the
+// weights is exact.
 func TestOptimumStationary(t *testing.T) {
 	r := randx.Seeded(3)
 	g, _, err := lptest.PlantedPartition(120, 3, 0.2, 0.02, r)
@@ -74,26 +86,167 @@ func TestOptimumStationary(t *testing.T) {
 		t.Fatal(err)
 	}
 	emb := randomEmbedding(g.N(), 6, r)
-	m, err := Train(emb, g, Hadamard, randx.Seeded(4))
+	for i := int32(0); i < int32(g.N()); i++ { // uneven scales and offsets
+		row := emb.Row(i)
+		row[1] = 5*row[1] + 3
+		row[4] *= 0.01
+	}
+	for _, feat := range []Feature{AbsDiff, Hadamard} {
+		for _, std := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/std=%v", feat, std), func(t *testing.T) {
+				cfg := Defaults()
+				cfg.Feature, cfg.Standardize = feat, std
+				m, err := TrainConfig(emb, g, cfg, randx.Seeded(4))
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Rebuild the training pairs exactly as TrainConfig drew them.
+				r2 := randx.Seeded(4)
+				pos := g.EdgeList()
+				neg, err := SampleNonEdges(g, len(pos), r2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := newProblem(emb, feat, 1, pos, neg)
+				w, b := m.Weights()
+				if std {
+					p.standardize()
+					for j := range w {
+						b += w[j] * p.mean[j]
+						if p.inv[j] == 0 {
+							t.Fatalf("dimension %d treated as constant", j)
+						}
+						w[j] /= p.inv[j]
+					}
+				}
+				x := append(w, b)
+				grad := make([]float64, len(x))
+				p.grad(grad, x)
+				tol := 1e-4 * float64(len(pos)+len(neg))
+				for i, gi := range grad {
+					if math.Abs(gi) > tol {
+						t.Errorf("gradient coordinate %d = %v at the fitted model (tolerance %v)", i, gi, tol)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestStandardizeInvariance rescales (and, for |z_u - z_v|, shifts) one
+// embedding dimension. Standardised features are unchanged by that, so the
+// predictions must be too; without standardisation the L2 penalty acts on a
+// weight of a different scale and, when the dimension shrinks, the
+// predictions move (the control that shows the test can fail; growing it
+// only weakens an already small penalty, so it has no control).
+func TestStandardizeInvariance(t *testing.T) {
+	r := randx.Seeded(21)
+	g, _, err := lptest.PlantedPartition(150, 3, 0.15, 0.02, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Rebuild the training pairs exactly as Train drew them.
-	r2 := randx.Seeded(4)
-	pos := g.EdgeList()
-	neg, err := SampleNonEdges(g, len(pos), r2)
+	emb := randomEmbedding(g.N(), 4, r)
+	// Give dimension 0 a real signal so its weight matters: the community.
+	for u := int32(0); u < int32(g.N()); u++ {
+		emb.Row(u)[0] = float32(int(u)%3) + 0.3*float32(r.NormFloat64())
+	}
+	for _, tc := range []struct {
+		feat        Feature
+		scale, bias float32
+		control     bool
+	}{
+		{AbsDiff, 0.02, 7, true}, {AbsDiff, 40, -3, false}, {Hadamard, 0.05, 0, true}, {Hadamard, -30, 0, false},
+	} {
+		t.Run(fmt.Sprintf("%v/%v", tc.feat, tc.scale), func(t *testing.T) {
+			mod := embed.NewEmbedding(emb.N, emb.Dim)
+			copy(mod.Vec, emb.Vec)
+			for u := int32(0); u < int32(mod.N); u++ {
+				mod.Row(u)[0] = tc.scale*mod.Row(u)[0] + tc.bias
+			}
+			maxDiff := func(std bool) float64 {
+				cfg := Defaults()
+				cfg.Feature, cfg.Standardize = tc.feat, std
+				m1, err := TrainConfig(emb, g, cfg, randx.Seeded(22))
+				if err != nil {
+					t.Fatal(err)
+				}
+				m2, err := TrainConfig(mod, g, cfg, randx.Seeded(22))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var d float64
+				for u := int32(0); u < int32(g.N()); u++ {
+					for v := u + 1; v < int32(g.N()); v++ {
+						d = max(d, math.Abs(m1.Prob(u, v)-m2.Prob(u, v)))
+					}
+				}
+				return d
+			}
+			if d := maxDiff(true); d > 1e-4 {
+				t.Errorf("standardised: predictions moved by up to %.2g after rescaling a dimension", d)
+			}
+			if d := maxDiff(false); tc.control && d < 1e-2 {
+				t.Errorf("raw features: predictions moved by only %.2g; the control is too weak", d)
+			}
+		})
+	}
+}
+
+// TestStandardizeMoments checks that the standardised training features
+// have mean 0 and variance 1 in every dimension (brute force over the pairs).
+func TestStandardizeMoments(t *testing.T) {
+	r := randx.Seeded(41)
+	emb := randomEmbedding(40, 5, r)
+	for u := int32(0); u < 40; u++ {
+		emb.Row(u)[2] = 100*emb.Row(u)[2] - 50
+	}
+	var pos, neg []graph.Edge
+	for i := 0; i < 60; i++ {
+		pos = append(pos, graph.Edge{U: int32(r.IntN(40)), V: int32(r.IntN(40))})
+		neg = append(neg, graph.Edge{U: int32(r.IntN(40)), V: int32(r.IntN(40))})
+	}
+	for _, feat := range []Feature{AbsDiff, Hadamard} {
+		p := newProblem(emb, feat, 1, pos, neg)
+		p.standardize()
+		sum, sq := make([]float64, 5), make([]float64, 5)
+		f := make([]float64, 5)
+		for _, e := range append(append([]graph.Edge(nil), pos...), neg...) {
+			p.features(e.U, e.V, f)
+			for j := range f {
+				z := (f[j] - p.mean[j]) * p.inv[j]
+				sum[j] += z
+				sq[j] += z * z
+			}
+		}
+		for j := range sum {
+			m, v := sum[j]/120, sq[j]/120-(sum[j]/120)*(sum[j]/120)
+			if math.Abs(m) > 1e-9 || math.Abs(v-1) > 1e-9 {
+				t.Errorf("%v dimension %d: standardised mean %v, variance %v", feat, j, m, v)
+			}
+		}
+	}
+}
+
+// TestConstantDimension: a dimension with no variance over the training
+// pairs must not produce NaN or huge weights; it gets weight 0.
+func TestConstantDimension(t *testing.T) {
+	r := randx.Seeded(31)
+	g, _, err := lptest.PlantedPartition(80, 2, 0.2, 0.02, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newProblem(emb, Hadamard, 1, pos, neg)
-	w, b := m.Weights()
-	x := append(w, b)
-	grad := make([]float64, len(x))
-	p.grad(grad, x)
-	tol := 1e-4 * float64(len(pos)+len(neg))
-	for i, gi := range grad {
-		if math.Abs(gi) > tol {
-			t.Errorf("gradient coordinate %d = %v at the fitted model", i, gi)
+	emb := randomEmbedding(g.N(), 3, r)
+	for u := int32(0); u < int32(g.N()); u++ {
+		emb.Row(u)[1] = 0.7 // |diff| is 0, the product 0.49, for every pair
+	}
+	for _, feat := range []Feature{AbsDiff, Hadamard} {
+		m, err := Train(emb, g, feat, randx.Seeded(32))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, b := m.Weights()
+		if w[1] != 0 || math.IsNaN(b) || math.IsNaN(w[0]) || math.IsNaN(w[2]) {
+			t.Errorf("%v: weights %v, intercept %v; want weight 0 on the constant dimension", feat, w, b)
 		}
 	}
 }
@@ -318,4 +471,26 @@ func BenchmarkProb(b *testing.B) {
 		s += m.Prob(int32(i%200), int32((i*7)%200))
 	}
 	_ = s
+}
+
+// BenchmarkTrain fits the classifier on a 2000-node graph with 80-dimensional
+// random embeddings, with and without standardisation.
+func BenchmarkTrain(b *testing.B) {
+	r := randx.Seeded(1)
+	g, _, err := lptest.PlantedPartition(2000, 10, 0.02, 0.001, r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	emb := randomEmbedding(g.N(), 80, r)
+	for _, std := range []bool{false, true} {
+		b.Run(fmt.Sprintf("std=%v", std), func(b *testing.B) {
+			cfg := Defaults()
+			cfg.Standardize = std
+			for b.Loop() {
+				if _, err := TrainConfig(emb, g, cfg, randx.Seeded(2)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -27,7 +27,7 @@ type predFlags struct {
 
 func (f *predFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.feature, "feature", "absdiff", "embedding scores: link-classifier edge feature, absdiff (|z_u - z_v|, the authors') or hadamard")
+	fl.StringVar(&f.feature, "feature", "hadamard", "link-classifier edge feature of embedding scores: hadamard (z_u * z_v, default) or absdiff (|z_u - z_v|, the authors' choice)")
 	fl.IntVar(&f.dim, "dim", 0, "embedding scores: dimension (0: 80, the paper's)")
 	fl.IntVar(&f.epochs, "emb-epochs", 0, "gcn/prune: training epochs (0: the paper's)")
 	fl.Float64Var(&f.p, "n2v-p", 1, "node2vec: return parameter p")
