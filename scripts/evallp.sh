@@ -8,7 +8,7 @@ out=${1:-docs/evallp.jsonl}
 data=${2:-../shared/datasets}
 dplp=${DPLP:-go run ./cmd/dplp}
 : > "$out"
-for s in cn aa jc pa node2vec deepwalk line gcn prune struc2vec; do
+for s in cn aa jc pa node2vec deepwalk line gcn struc2vec prune; do
   for d in usair twitter yeast pb facebook; do
     res=$($dplp eval-lp --graph "$data/$d.txt" --score "$s" --holdout 0.1 --seeds 3 --json)
     echo "{\"score\":\"$s\",\"dataset\":\"$d\",${res#\{}" | tee -a "$out"
