@@ -16,3 +16,8 @@ time $dplp experiment "${graphs[@]}" --score aa,cn --method "$pubmethods" --eps 
 time $dplp experiment "${graphs[@]}" --score aa,cn --method "$pubmethods" --eps 0.1 --sigma 0.1,0.2,0.3,0.4,0.45 --k 30 --seeds 3 --out runs/pub-sigma
 time $dplp experiment --graph "$data/yeast.txt" --score aa,cn --method exponential,power:0.5,power:1,power:2,power:4,power:8 --eps 0.1,1 --sigma 0.3 --seeds 3 --out runs/power
 time $dplp experiment --preset theory --out runs/theory
+# Figures of docs/RESULTS.md (PNG copies under docs/plots).
+go run ./scripts/pubplots runs/pub-eps runs/pub-sigma runs/pubplots
+mkdir -p docs/plots
+cp runs/pubplots/*.png docs/plots/
+cp runs/power/plots/*.png runs/theory/plots/*.png docs/plots/ 2>/dev/null || true
