@@ -21,3 +21,8 @@ go run ./scripts/pubplots runs/pub-eps runs/pub-sigma runs/pubplots
 mkdir -p docs/plots
 cp runs/pubplots/*.png docs/plots/
 cp runs/power/plots/*.png runs/theory/plots/*.png docs/plots/ 2>/dev/null || true
+# Embedding rows of Table 1 (clean protocol, rigorous calibration; one seed:
+# each split fits every embedding twice, on the test graph and on the public
+# training graph). PRUNE and Struc2Vec are left out here for time (see README
+# for their eval-lp quality); add them with --score.
+time $dplp experiment --preset table1-emb --data-dir "$data" --score node2vec,deepwalk,line,gcn --seeds 1 --out runs/table1-emb
