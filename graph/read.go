@@ -50,28 +50,51 @@ func (e *LineError) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.L
 
 // Open opens path for reading, decompressing .gz and .zst transparently.
 // The returned closer closes both the decompressor and the file.
-func Open(path string) (io.Reader, io.Closer, error) {
+func Open(path string) (io.Reader, io.Closer, error) { return OpenProgress(path, nil) }
+
+// countingFile reports the bytes read from the (compressed) file.
+type countingFile struct {
+	*os.File
+	progress func(n int)
+}
+
+func (c countingFile) Read(p []byte) (int, error) {
+	n, err := c.File.Read(p)
+	if n > 0 {
+		c.progress(n)
+	}
+	return n, err
+}
+
+// OpenProgress is Open that calls progress with the number of bytes read
+// from the file on disk (before decompression) as reading proceeds; nil
+// means no reporting.
+func OpenProgress(path string, progress func(n int)) (io.Reader, io.Closer, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
 	}
+	var src io.Reader = f
+	if progress != nil {
+		src = countingFile{f, progress}
+	}
 	switch {
 	case strings.HasSuffix(path, ".gz"):
-		zr, err := gzip.NewReader(f)
+		zr, err := gzip.NewReader(src)
 		if err != nil {
 			f.Close()
 			return nil, nil, fmt.Errorf("%s: not a valid gzip file: %w", path, err)
 		}
 		return zr, closers{zr, f}, nil
 	case strings.HasSuffix(path, ".zst"):
-		zr, err := zstd.NewReader(f)
+		zr, err := zstd.NewReader(src)
 		if err != nil {
 			f.Close()
 			return nil, nil, fmt.Errorf("%s: not a valid zstd file: %w", path, err)
 		}
 		return zr, closers{zstdCloser{zr}, f}, nil
 	}
-	return f, f, nil
+	return src, f, nil
 }
 
 type closers []io.Closer

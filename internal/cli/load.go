@@ -3,8 +3,11 @@ package cli
 import (
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
 	"github.com/spf13/cobra"
@@ -15,7 +18,17 @@ func loadGraph(cmd *cobra.Command, path string) (*graph.Graph, *graph.ReadReport
 	if path == "" {
 		return nil, nil, fmt.Errorf("--graph FILE is required")
 	}
-	g, rep, err := graph.ReadFile(path)
+	var bar *progress.Bar
+	if st, err := os.Stat(path); err == nil && st.Size() > 32<<20 {
+		bar = progress.New(st.Size(), "reading "+filepath.Base(path))
+	}
+	r, c, err := graph.OpenProgress(path, func(n int) { bar.Add(n) })
+	if err != nil {
+		return nil, nil, err
+	}
+	g, rep, err := graph.Parse(r, path)
+	c.Close()
+	bar.Finish()
 	if err != nil {
 		return nil, nil, err
 	}
