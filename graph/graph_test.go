@@ -297,3 +297,23 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestOpenProgressCountsFileBytes(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "g.txt")
+	data := []byte(strings.Repeat("1 2\n", 1000))
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	r, c, err := OpenProgress(p, func(k int) { n += k })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, _, err := Parse(r, p); err != nil {
+		t.Fatal(err)
+	}
+	if n != len(data) {
+		t.Fatalf("progress reported %d bytes, file has %d", n, len(data))
+	}
+}
