@@ -1,12 +1,9 @@
 package score
 
 import (
-	"bufio"
 	"math"
 	"math/rand/v2"
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/dplp/dplp/graph"
@@ -87,41 +84,14 @@ func barabasiAlbert(t testing.TB, n, m int, seed uint64) *graph.Graph {
 	return g
 }
 
-// readEdgeList is a tiny reader for "a b" integer edge lists (labels mapped
-// to dense ids in order of first appearance); ok is false if path is missing.
+// readEdgeList reads a dataset with the project's parser; ok is false if
+// path is missing.
 func readEdgeList(t testing.TB, path string) (*graph.Graph, bool) {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
+	if _, err := os.Stat(path); err != nil {
 		return nil, false
 	}
-	defer f.Close()
-	ids := map[string]int32{}
-	id := func(s string) int32 {
-		if x, ok := ids[s]; ok {
-			return x
-		}
-		ids[s] = int32(len(ids))
-		return ids[s]
-	}
-	var edges []graph.Edge
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) < 2 || strings.HasPrefix(fs[0], "#") {
-			continue
-		}
-		for _, s := range fs[:2] {
-			if _, err := strconv.Atoi(s); err != nil {
-				t.Fatalf("%s: bad line %q", path, sc.Text())
-			}
-		}
-		edges = append(edges, graph.Edge{U: id(fs[0]), V: id(fs[1])})
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	g, _, err := graph.FromEdges(len(ids), edges, nil)
+	g, _, err := graph.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

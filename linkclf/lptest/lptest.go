@@ -4,55 +4,19 @@
 package lptest
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 
 	"github.com/dplp/dplp/graph"
 )
 
-// ReadEdgeList reads whitespace-separated "a b" lines with integer labels
-// ('#' comments allowed), relabelling nodes 0..N-1 in order of first
-// appearance.
+// ReadEdgeList reads an edge list with the project's parser.
 func ReadEdgeList(path string) (*graph.Graph, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	ids := map[string]int32{}
-	var labels []string
-	id := func(s string) int32 {
-		if v, ok := ids[s]; ok {
-			return v
-		}
-		v := int32(len(labels))
-		ids[s] = v
-		labels = append(labels, s)
-		return v
-	}
-	var edges []graph.Edge
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		t := strings.Fields(sc.Text())
-		if len(t) == 0 || strings.HasPrefix(t[0], "#") {
-			continue
-		}
-		if len(t) < 2 {
-			return nil, fmt.Errorf("%s:%d: want two fields", path, line)
-		}
-		edges = append(edges, graph.Edge{U: id(t[0]), V: id(t[1])})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	g, _, err := graph.FromEdges(len(labels), edges, labels)
+	g, _, err := graph.ReadFile(path)
 	return g, err
 }
 
