@@ -35,7 +35,10 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Differentially private link prediction with protected connections",
 		Long: `dplp ranks link-prediction candidates while keeping users' protected
 connections private (protected-pair differential privacy). It reads edge lists,
-scores candidate pairs (CN, AA, RA, JC, PA), and releases private top-K lists.`,
+scores candidate pairs (CN, AA, RA, JC, PA, six embedding methods, or your own
+scores), trains DPLP's monotone transforms on public data, releases private
+top-K lists with an accounted budget, audits the guarantee exactly, and runs
+the paper's experiments. Start with: dplp demo`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
