@@ -98,3 +98,34 @@ func TestEvalLPTriadsAndEmbeddings(t *testing.T) {
 		t.Fatal("holdout 1.5 accepted")
 	}
 }
+
+func FuzzReadScores(f *testing.F) {
+	g, _, err := graph.Parse(strings.NewReader("a b\nb c\nc d\n"), "g")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{"a,c,0.5\n", "a c 1\n", "a,c,nan\n", "a,c\n", "a,c,2\n", "# x\n", "a,a,0\n"} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, in string) {
+		p := filepath.Join(dir, "s.csv")
+		if err := os.WriteFile(p, []byte(in), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fn, err := ReadScores(p, g, 0, 1)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), p) {
+				t.Fatalf("error without file name: %v", err)
+			}
+			return
+		}
+		for u := int32(0); u < 4; u++ {
+			for v := int32(0); v < 4; v++ {
+				if x := fn(u, v); !(x >= 0 && x <= 1) {
+					t.Fatalf("score %v outside [0, 1]", x)
+				}
+			}
+		}
+	})
+}

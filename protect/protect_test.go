@@ -122,3 +122,27 @@ func equalPairs(a, b []graph.Edge) bool {
 	}
 	return true
 }
+
+func FuzzParseMarks(f *testing.F) {
+	g, _, err := graph.Parse(strings.NewReader("a b\nb c\nc d\nd a\n"), "g")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, s := range []string{"a b\n", "a c\n# x\n", "a a\n", "z a\n", "a,b,c\n", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		s, err := Parse(strings.NewReader(in), "fuzz", g)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz:") && !strings.HasPrefix(err.Error(), "protect:") {
+				t.Fatalf("error without location: %v", err)
+			}
+			return
+		}
+		for _, p := range s.Pairs() {
+			if p.U == p.V || !s.Has(p.V, p.U) {
+				t.Fatal("self or asymmetric pair")
+			}
+		}
+	})
+}
