@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dplp/dplp/embed"
+	"github.com/dplp/dplp/embed/embedtest"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/linkclf"
 	"github.com/dplp/dplp/linkclf/lptest"
@@ -277,23 +279,12 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// evalAUC runs the SEAL-style protocol: hold out frac of the edges and as many
-// non-edges, embed and fit the classifier on the rest, and score the test pairs.
+// evalAUC is the SEAL-style protocol with this package's trainer.
 func evalAUC(t testing.TB, g *graph.Graph, cfg Config, seed uint64, feat linkclf.Feature) float64 {
 	t.Helper()
-	sp, err := lptest.HoldOut(g, 0.1, randx.Derive(seed, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	emb, err := Train(sp.Train, cfg, randx.Derive(seed, 1), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := linkclf.Train(emb, sp.Train, feat, randx.Derive(seed, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sp.ScoreAUC(m.Prob)
+	return embedtest.EmbedAUC(t, g, seed, feat, func(g *graph.Graph, rng *rand.Rand) (*embed.Embedding, error) {
+		return Train(g, cfg, rng, nil)
+	})
 }
 
 // TestQualityPlantedPartition: on a graph with strong communities LINE must

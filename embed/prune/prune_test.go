@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dplp/dplp/embed"
+	"github.com/dplp/dplp/embed/embedtest"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/linkclf"
 	"github.com/dplp/dplp/linkclf/lptest"
@@ -272,19 +274,9 @@ func TestConfigErrors(t *testing.T) {
 
 func evalAUC(t testing.TB, g *graph.Graph, cfg Config, seed uint64, feat linkclf.Feature) float64 {
 	t.Helper()
-	sp, err := lptest.HoldOut(g, 0.1, randx.Derive(seed, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	emb, err := Train(sp.Train, cfg, randx.Derive(seed, 1), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := linkclf.Train(emb, sp.Train, feat, randx.Derive(seed, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sp.ScoreAUC(m.Prob)
+	return embedtest.EmbedAUC(t, g, seed, feat, func(g *graph.Graph, rng *rand.Rand) (*embed.Embedding, error) {
+		return Train(g, cfg, rng, nil)
+	})
 }
 
 // chungLu draws a graph with P(u~v) = min(1, w_u w_v / sum w) for

@@ -1,0 +1,34 @@
+// Package embedtest holds test helpers shared by the embedding packages.
+package embedtest
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dplp/dplp/embed"
+	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/linkclf"
+	"github.com/dplp/dplp/linkclf/lptest"
+	"github.com/dplp/dplp/randx"
+)
+
+// EmbedAUC runs the SEAL-style protocol for an embedding trainer: hold out
+// 10% of g's edges and as many non-edges, embed the rest with train, fit the
+// link classifier with feature feat, and return the held-out ROC-AUC.
+func EmbedAUC(t testing.TB, g *graph.Graph, seed uint64, feat linkclf.Feature,
+	train func(g *graph.Graph, rng *rand.Rand) (*embed.Embedding, error)) float64 {
+	t.Helper()
+	sp, err := lptest.HoldOut(g, 0.1, randx.Derive(seed, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb, err := train(sp.Train, randx.Derive(seed, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := linkclf.Train(emb, sp.Train, feat, randx.Derive(seed, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp.ScoreAUC(m.Prob)
+}
