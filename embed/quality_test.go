@@ -3,53 +3,16 @@ package embed
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/metrics"
 	"github.com/dplp/dplp/randx"
 )
 
 // aucOf is the probability that a random positive outscores a random
 // negative (ties count one half).
-func aucOf(pos, neg []float64) float64 {
-	type s struct {
-		v   float64
-		pos bool
-	}
-	all := make([]s, 0, len(pos)+len(neg))
-	for _, v := range pos {
-		all = append(all, s{v, true})
-	}
-	for _, v := range neg {
-		all = append(all, s{v, false})
-	}
-	slices.SortFunc(all, func(a, b s) int {
-		switch {
-		case a.v < b.v:
-			return -1
-		case a.v > b.v:
-			return 1
-		}
-		return 0
-	})
-	var rankSum float64
-	for i := 0; i < len(all); {
-		j := i
-		for j < len(all) && all[j].v == all[i].v {
-			j++
-		}
-		mid := float64(i+j+1) / 2 // average 1-based rank of the tie group
-		for k := i; k < j; k++ {
-			if all[k].pos {
-				rankSum += mid
-			}
-		}
-		i = j
-	}
-	np, nn := float64(len(pos)), float64(len(neg))
-	return (rankSum - np*(np+1)/2) / (np * nn)
-}
+func aucOf(pos, neg []float64) float64 { return metrics.ROCAUC(pos, neg) }
 
 func TestAUCOf(t *testing.T) {
 	if a := aucOf([]float64{3, 4}, []float64{1, 2}); a != 1 {

@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/metrics"
 )
 
 // ReadEdgeList reads an edge list with the project's parser.
@@ -120,45 +121,7 @@ func HoldOut(g *graph.Graph, frac float64, rng *rand.Rand) (*Split, error) {
 }
 
 // AUC is the ROC-AUC of scores (Mann-Whitney, ties counted one half).
-func AUC(pos, neg []float64) float64 {
-	type item struct {
-		s   float64
-		pos bool
-	}
-	all := make([]item, 0, len(pos)+len(neg))
-	for _, s := range pos {
-		all = append(all, item{s, true})
-	}
-	for _, s := range neg {
-		all = append(all, item{s, false})
-	}
-	slices.SortFunc(all, func(a, b item) int {
-		switch {
-		case a.s < b.s:
-			return -1
-		case a.s > b.s:
-			return 1
-		}
-		return 0
-	})
-	// Sum of (average) ranks of the positives.
-	var rankSum float64
-	for i := 0; i < len(all); {
-		j := i
-		for j < len(all) && all[j].s == all[i].s {
-			j++
-		}
-		avg := float64(i+j+1) / 2 // ranks i+1..j
-		for k := i; k < j; k++ {
-			if all[k].pos {
-				rankSum += avg
-			}
-		}
-		i = j
-	}
-	np, nn := float64(len(pos)), float64(len(neg))
-	return (rankSum - np*(np+1)/2) / (np * nn)
-}
+func AUC(pos, neg []float64) float64 { return metrics.ROCAUC(pos, neg) }
 
 // ScoreAUC scores the split's test pairs with score and returns the ROC-AUC.
 func (s *Split) ScoreAUC(score func(u, v int32) float64) float64 {
