@@ -77,17 +77,3 @@ func (p *protFlags) load(g *graph.Graph, allowEmpty bool) (*protect.Set, error) 
 	}
 	return nil, fmt.Errorf("protection marks are required: --protected FILE or --sigma X")
 }
-
-func checkFrac(name string, x float64) error {
-	if !(x >= 0 && x <= 1) {
-		return fmt.Errorf("--%s must be in [0,1], got %v", name, x)
-	}
-	return nil
-}
-
-func checkPos(name string, x float64) error {
-	if !(x > 0) || math.IsInf(x, 1) {
-		return fmt.Errorf("--%s must be a finite number > 0, got %v", name, x)
-	}
-	return nil
-}
