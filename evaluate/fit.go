@@ -67,13 +67,18 @@ func FitSplit(g *graph.Graph, p *protect.Set, cfg FitConfig, rng *rand.Rand) (*p
 			held[graph.Edge{U: min(q, v), V: max(q, v)}] = true
 		}
 		slices.Sort(pos)
-		// Negatives: non-neighbours in g, not protected, by rejection.
-		want := min(cfg.NegPerQuery, n-1-g.Degree(q))
-		neg := make([]int32, 0, want)
-		seen := make(map[int32]bool, want)
+		// Negatives: non-protected non-neighbours, by rejection. Both the
+		// count and the rejection test read only invariant data: the public
+		// graph and the marks (a protected pair of q is never a public edge,
+		// so n-1-deg_pub(q)-|prot(q)| counts the non-protected non-edges).
+		// A full-graph degree here would change every later draw when one
+		// protected pair is toggled (privacy-model §5).
+		want := min(cfg.NegPerQuery, n-1-pub.Degree(q)-p.Count(q))
+		neg := make([]int32, 0, max(want, 0))
+		seen := make(map[int32]bool, max(want, 0))
 		for tries := 0; len(neg) < want && tries < 50*want+100; tries++ {
 			v := int32(rng.IntN(n))
-			if v == q || seen[v] || g.HasEdge(q, v) || p.Has(q, v) {
+			if v == q || seen[v] || pub.HasEdge(q, v) || p.Has(q, v) {
 				continue
 			}
 			seen[v] = true

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 
@@ -18,36 +19,60 @@ const (
 	streamDev
 )
 
-// buildClean implements the Clean and Deployment protocols:
+// buildClean implements the Clean and Deployment protocols. Everything that
+// shapes the trained transform (queries, training pairs and their counts,
+// the training graph) is computed from invariant data only: the public graph
+// G_pub (protected edges removed) and the marks (privacy-model §2, §5). So
+// the marks are drawn first, on the input graph:
 //
-//  1. queries: the top int(QueryFrac·N) nodes by triangle count (ties by id)
-//     that can hold out at least one positive and one negative,
-//     int(TestFrac·deg) ≥ 1 and int(TestFrac·|nonN|) ≥ 1 (both kinds use the
-//     same rule, so they share the query set);
-//  2. test positives: int(TestFrac·deg) uniform neighbours per query, removed
-//     from the graph in both directions (once if two queries pick the same
-//     edge), giving Test; Clean test negatives: int(TestFrac·|nonN|) uniform
-//     non-neighbours in the input graph (capped by MaxNegatives);
-//  3. protection: protect.Synthetic(Test, Sigma, NonEdgeFrac);
-//  4. dev pairs: positives are int(DevFrac·deg_Test(q)) of q's non-protected
-//     neighbours in Test (fewer if there are not that many); negatives are
-//     int(DevFrac·|pool|) of the pool = non-neighbours of q in the input
-//     graph minus q's test negatives minus pairs protected at q (so no held-
-//     out edge is ever a dev negative and no protected pair is ever used);
+//  1. protection: protect.Synthetic(g, Sigma, NonEdgeFrac); G_pub = g minus
+//     the protected edges;
+//  2. queries: the top int(QueryFrac·N) nodes by triangle count in G_pub
+//     (ties by id) that can hold out at least one positive and one negative,
+//     int(TestFrac·deg_pub) ≥ 1 and int(TestFrac·|nonN|) ≥ 1, where nonN are
+//     the non-protected non-neighbours (both kinds use the same rule, so
+//     they share the query set);
+//  3. test positives: int(TestFrac·deg_pub) uniform non-protected neighbours
+//     per query, removed from the graph in both directions (once if two
+//     queries pick the same edge), giving Test (protected edges stay in
+//     Test: they are the private evidence a mechanism must hide); Clean test
+//     negatives: int(TestFrac·|nonN|) uniform non-protected non-neighbours
+//     (capped by MaxNegatives);
+//  4. dev pairs: positives are int(DevFrac·d) of q's d non-protected
+//     neighbours in Test; negatives are int(DevFrac·|pool|) of the pool =
+//     non-protected non-neighbours of q in the input graph minus q's test
+//     negatives (so no held-out edge is ever a dev negative and no protected
+//     pair is ever used);
 //  5. Train = Test minus protected edges minus dev positives of the training
 //     queries.
+//
+// Toggling protected pairs of Test therefore changes none of Queries,
+// TestPos, TestNeg, DevPos, DevNeg or Train (a test checks it), so a
+// transform trained on the split is shared safely by all queries.
 func buildClean(g *graph.Graph, cfg Config, rng *rand.Rand) (*Split, error) {
 	n := g.N()
-	ranked := RankByTriangles(g)[:frac(cfg.QueryFrac, n)]
+	prot := cfg.Marks
+	if prot == nil {
+		var err error
+		if prot, err = protect.Synthetic(g, cfg.Sigma, cfg.NonEdgeFrac, rng); err != nil {
+			return nil, err
+		}
+	} else if prot.N() != n {
+		return nil, fmt.Errorf("protocol: marks over %d nodes for a graph of %d", prot.N(), n)
+	}
+	pub := prot.Public(g)
+	// nonProt(q) = non-protected non-neighbours of q: every protected pair
+	// at q is a non-edge of G_pub.
+	nonProt := func(q int32) int { return n - 1 - pub.Degree(q) - prot.Count(q) }
+	ranked := RankByTriangles(pub)[:frac(cfg.QueryFrac, n)]
 	var queries []int32
 	for _, q := range ranked {
-		d := g.Degree(q)
-		if frac(cfg.TestFrac, d) >= 1 && frac(cfg.TestFrac, n-1-d) >= 1 {
+		if frac(cfg.TestFrac, pub.Degree(q)) >= 1 && frac(cfg.TestFrac, nonProt(q)) >= 1 {
 			queries = append(queries, q)
 		}
 	}
 	if len(queries) == 0 {
-		return nil, errors.New("protocol: no candidate query has enough neighbours and non-neighbours to hold out one of each")
+		return nil, errors.New("protocol: no candidate query has enough non-protected neighbours and non-neighbours to hold out one of each")
 	}
 	slices.Sort(queries)
 	sd := seeds(rng, len(queries))
@@ -56,7 +81,7 @@ func buildClean(g *graph.Graph, cfg Config, rng *rand.Rand) (*Split, error) {
 	testNeg := make([][]int32, len(queries))
 	parallel(len(queries), n, func(s *sampler, i int) {
 		q := queries[i]
-		nb := g.Neighbors(q)
+		nb := pub.Neighbors(q)
 		k := frac(cfg.TestFrac, len(nb))
 		s.reset(sd[i], streamTestPos)
 		testPos[i] = s.fromList(make([]int32, 0, k), nb, k)
@@ -65,7 +90,8 @@ func buildClean(g *graph.Graph, cfg Config, rng *rand.Rand) (*Split, error) {
 			return
 		}
 		one := [1]int32{q}
-		s.bufA = union(s.bufA, nb, one[:])
+		s.bufB = union(s.bufB, nb, one[:])
+		s.bufA = union(s.bufA, s.bufB, prot.Of(q))
 		k = capNeg(frac(cfg.TestFrac, n-len(s.bufA)), cfg.MaxNegatives)
 		s.reset(sd[i], streamTestNeg)
 		testNeg[i] = s.fromComplement(make([]int32, 0, k), n, s.bufA, k)
@@ -79,11 +105,7 @@ func buildClean(g *graph.Graph, cfg Config, rng *rand.Rand) (*Split, error) {
 		}
 	})
 	test := g.Without(removed.has)
-
-	prot, err := protect.Synthetic(test, cfg.Sigma, cfg.NonEdgeFrac, rng)
-	if err != nil {
-		return nil, err
-	}
+	testPub := pub.Without(removed.has)
 
 	devPos := make([][]int32, len(queries))
 	devNeg := make([][]int32, len(queries))
@@ -92,12 +114,12 @@ func buildClean(g *graph.Graph, cfg Config, rng *rand.Rand) (*Split, error) {
 		pq := prot.Of(q)
 		s.reset(sd[i], streamDev)
 
-		s.bufA = minus(s.bufA, test.Neighbors(q), pq) // non-protected neighbours in Test
-		k := min(frac(cfg.DevFrac, test.Degree(q)), len(s.bufA))
-		devPos[i] = s.fromList(make([]int32, 0, k), s.bufA, k)
+		nb := testPub.Neighbors(q) // non-protected neighbours in Test
+		k := frac(cfg.DevFrac, len(nb))
+		devPos[i] = s.fromList(make([]int32, 0, k), nb, k)
 
 		one := [1]int32{q}
-		s.bufA = union(s.bufA, g.Neighbors(q), one[:])
+		s.bufA = union(s.bufA, pub.Neighbors(q), one[:])
 		s.bufB = union(s.bufB, s.bufA, testNeg[i])
 		s.bufA = union(s.bufA, s.bufB, pq)
 		k = capNeg(frac(cfg.DevFrac, n-len(s.bufA)), cfg.MaxNegatives)

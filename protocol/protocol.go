@@ -90,6 +90,11 @@ type Config struct {
 	// large graphs; with a cap a Reference split no longer follows the
 	// authors' sizes. Deployment candidates are never capped.
 	MaxNegatives int
+	// Marks, when non-nil (Clean and Deployment only), are the protection
+	// marks to use instead of drawing Sigma and NonEdgeFrac synthetically;
+	// they must have the input graph's node count. Differential tests use
+	// it to build splits of u-neighbouring graphs with the same marks.
+	Marks *protect.Set
 }
 
 // DefaultConfig is the paper's setting: Clean, 0.8 / 0.2 / 0.3, σ = 0.3.
@@ -122,6 +127,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("protocol: non-edge fraction %v not in [0,1]", c.NonEdgeFrac)
 	case c.Kind == Reference && c.NonEdgeFrac != 0:
 		return c, errors.New("protocol: the reference protocol never protects non-edges (non-edge fraction must be 0)")
+	case c.Marks != nil && c.Kind == Reference:
+		return c, errors.New("protocol: the reference protocol draws its own marks (Marks must be nil)")
 	case c.MaxNegatives < 0:
 		return c, fmt.Errorf("protocol: negative cap %d < 0", c.MaxNegatives)
 	}

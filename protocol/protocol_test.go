@@ -210,11 +210,23 @@ func checkClean(t *testing.T, g *graph.Graph, s *Split) {
 	t.Helper()
 	cfg := s.Config
 	n := g.N()
-	// Queries: top int(QueryFrac·N) by brute-force triangles, filtered.
+	// The public graph: g minus the protected edges (marks drawn on g).
+	pub := s.Prot.Public(g)
+	nonProt := func(q int32) int {
+		c := 0
+		for v := int32(0); int(v) < n; v++ {
+			if v != q && !g.HasEdge(q, v) && !s.Prot.Has(q, v) {
+				c++
+			}
+		}
+		return c
+	}
+	// Queries: top int(QueryFrac·N) by brute-force triangles of G_pub,
+	// filtered by public counts.
 	var want []int32
-	for _, q := range bruteRank(bruteTriangles(g))[:int(cfg.QueryFrac*float64(n))] {
-		d := g.Degree(q)
-		if int(cfg.TestFrac*float64(d)) >= 1 && int(cfg.TestFrac*float64(n-1-d)) >= 1 {
+	for _, q := range bruteRank(bruteTriangles(pub))[:int(cfg.QueryFrac*float64(n))] {
+		d := pub.Degree(q)
+		if int(cfg.TestFrac*float64(d)) >= 1 && int(cfg.TestFrac*float64(nonProt(q))) >= 1 {
 			want = append(want, q)
 		}
 	}
@@ -226,11 +238,11 @@ func checkClean(t *testing.T, g *graph.Graph, s *Split) {
 	held := map[[2]int32]bool{}
 	for i, q := range s.Queries {
 		tp := s.TestPos[i]
-		if len(tp) != int(cfg.TestFrac*float64(g.Degree(q))) || !isSortedUnique(tp) {
+		if len(tp) != int(cfg.TestFrac*float64(pub.Degree(q))) || !isSortedUnique(tp) {
 			t.Fatalf("query %d: test positives %v", q, tp)
 		}
 		for _, v := range tp {
-			if !g.HasEdge(q, v) || s.Test.HasEdge(q, v) {
+			if !g.HasEdge(q, v) || s.Prot.Has(q, v) || s.Test.HasEdge(q, v) {
 				t.Fatalf("test positive (%d,%d): in G %v, in Test %v", q, v, g.HasEdge(q, v), s.Test.HasEdge(q, v))
 			}
 			held[[2]int32{min(q, v), max(q, v)}] = true
@@ -241,13 +253,13 @@ func checkClean(t *testing.T, g *graph.Graph, s *Split) {
 				t.Fatalf("deployment test negatives %v", tn)
 			}
 		} else {
-			k := capNeg(int(cfg.TestFrac*float64(n-1-g.Degree(q))), cfg.MaxNegatives)
+			k := capNeg(int(cfg.TestFrac*float64(nonProt(q))), cfg.MaxNegatives)
 			if len(tn) != k || !isSortedUnique(tn) {
 				t.Fatalf("query %d: %d test negatives, want %d", q, len(tn), k)
 			}
 			for _, v := range tn {
-				if v == q || g.HasEdge(q, v) {
-					t.Fatalf("test negative (%d,%d) is an edge or the query", q, v)
+				if v == q || g.HasEdge(q, v) || s.Prot.Has(q, v) {
+					t.Fatalf("test negative (%d,%d) is an edge, protected or the query", q, v)
 				}
 			}
 		}
@@ -279,7 +291,8 @@ func checkClean(t *testing.T, g *graph.Graph, s *Split) {
 			}
 		}
 	}
-	// Protection: int(σ·M_Test) of Test's edges (plus non-edges if asked).
+	// Protection: int(σ·M) of the input graph's edges (plus non-edges if
+	// asked); test positives are never protected, so all stay in Test.
 	var protEdges int64
 	for _, p := range s.Prot.Pairs() {
 		if s.Test.HasEdge(p.U, p.V) {
@@ -288,8 +301,8 @@ func checkClean(t *testing.T, g *graph.Graph, s *Split) {
 			t.Fatalf("protected non-edge %v with NonEdgeFrac 0", p)
 		}
 	}
-	if protEdges != int64(cfg.Sigma*float64(s.Test.M())) {
-		t.Fatalf("%d protected edges, want int(%v·%d)", protEdges, cfg.Sigma, s.Test.M())
+	if protEdges != int64(cfg.Sigma*float64(g.M())) {
+		t.Fatalf("%d protected edges, want int(%v·%d)", protEdges, cfg.Sigma, g.M())
 	}
 	if s.TrainProt != s.Prot {
 		t.Fatal("TrainProt differs from Prot")
@@ -314,7 +327,7 @@ func checkClean(t *testing.T, g *graph.Graph, s *Split) {
 		if len(dp) == 0 || len(dn) == 0 || !isSortedUnique(dp) || !isSortedUnique(dn) {
 			t.Fatalf("training query %d: dev lists %v %v", q, dp, dn)
 		}
-		if len(dp) != min(int(cfg.DevFrac*float64(s.Test.Degree(q))), nonProt) {
+		if len(dp) != int(cfg.DevFrac*float64(nonProt)) {
 			t.Fatalf("training query %d: %d dev positives", q, len(dp))
 		}
 		for _, v := range dp {
