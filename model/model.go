@@ -8,8 +8,12 @@
 //
 // The checksum is over the canonical (compact encoding/json) form of
 // {"format_version": ..., "model": ...}, so the file may be re-indented
-// but any change to its content is detected. It guards against corruption
-// and accidental edits; it is not a signature (anyone can recompute it).
+// but any change to its content is detected. The checksum detects
+// corruption (truncation, flipped bytes, a careless hand edit), not
+// deliberate edits: it is not a signature, and a file edited with its
+// checksum recomputed loads like any other (only the invariants New and
+// Load check, such as a monotone table, still apply). Protect model files
+// you deploy like code: by file permissions or a signature kept elsewhere.
 package model
 
 import (
@@ -19,11 +23,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"time"
 
+	"github.com/dplp/dplp/internal/atomicfile"
 	"github.com/dplp/dplp/train"
 	"github.com/dplp/dplp/transform"
 )
@@ -246,7 +251,9 @@ func checksum(m *Model) (string, []byte, error) {
 	return hex.EncodeToString(sum[:]), body, nil
 }
 
-// Save writes m to path atomically (temporary file, then rename).
+// Save writes m to path atomically (internal/atomicfile: temporary file,
+// fsync, rename). It refuses a path that exists and is not a regular file
+// (a symbolic link, a device, a directory, a named pipe).
 func Save(path string, m *Model) error {
 	if m == nil {
 		return errors.New("model: nil model")
@@ -263,23 +270,11 @@ func Save(path string, m *Model) error {
 		return fmt.Errorf("model: encode: %w", err)
 	}
 	out = append(out, '\n')
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	err = atomicfile.Write(path, func(w io.Writer) error {
+		_, err := w.Write(out)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("model: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(out); err != nil {
-		tmp.Close()
-		return fmt.Errorf("model: write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("model: write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("model: write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	return nil
