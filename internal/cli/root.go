@@ -11,16 +11,53 @@ import (
 )
 
 // Execute runs the command line and returns the process exit code.
-func Execute() int {
-	root := NewRoot(os.Stdout, os.Stderr)
+func Execute() int { return execute(os.Args[1:], os.Stdout, os.Stderr) }
+
+// execute runs args with the given streams. Standard output goes through a
+// writer that remembers its first error, so a command whose output could not
+// be written (a full disk, "> /dev/full", a closed pipe) never exits 0, even
+// if the command itself ignored the error.
+func execute(args []string, stdout, stderr io.Writer) int {
+	out := &errWriter{w: stdout}
+	root := NewRoot(out, stderr)
+	root.SetArgs(args)
+	code := 0
 	if err := root.Execute(); err != nil {
 		if ec, ok := err.(exitCode); ok {
-			return int(ec)
+			code = int(ec)
+		} else {
+			fmt.Fprintln(stderr, "dplp:", err)
+			code = 2
 		}
-		fmt.Fprintln(os.Stderr, "dplp:", err)
-		return 2
 	}
-	return 0
+	if out.err != nil {
+		fmt.Fprintln(stderr, "dplp: writing standard output failed:", out.err)
+		if code == 0 {
+			code = 2
+		}
+	}
+	return code
+}
+
+// errWriter passes writes through and remembers the first error; after it,
+// every write fails with that error (output after a gap would be corrupt).
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	if err == nil && n < len(p) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		e.err = err
+	}
+	return n, err
 }
 
 // exitCode lets a command end with a chosen status after printing its output.

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"errors"
+	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -61,5 +64,59 @@ func TestCheckEps(t *testing.T) {
 		} else if !strings.Contains(err.Error(), "--eps") {
 			t.Errorf("checkEps(%v): %q does not name the flag", eps, err)
 		}
+	}
+}
+
+// failWriter accepts limit bytes, then fails every write.
+type failWriter struct{ limit int }
+
+func (f *failWriter) Write(p []byte) (int, error) {
+	if len(p) <= f.limit {
+		f.limit -= len(p)
+		return len(p), nil
+	}
+	n := f.limit
+	f.limit = 0
+	return n, errors.New("no space left on device")
+}
+
+// Every command's output goes through one writer that remembers write
+// errors: a command that ignores them (experiment, demo and audit did)
+// still exits non-zero with a message.
+func TestWriteErrorsFailTheCommand(t *testing.T) {
+	g := writeTemp(t, "g.txt", "a b\nb c\nc a\nc d\n")
+	er := filepath.Join(t.TempDir(), "er.txt")
+	if _, _, err := run(t, "gen", "er", "--n", "60", "--p", "0.2", "--out", er); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"stats", "--graph", g},
+		{"stats", "--graph", g, "--json"},
+		{"score", "--graph", g, "--score", "cn", "--all"},
+		{"gen", "--help"},
+		// experiment printed its last line without checking the error
+		{"experiment", "--graph", er, "--score", "cn", "--method", "nonprivate,exponential", "--k", "1", "--out", t.TempDir()},
+	} {
+		for _, limit := range []int{0, 10} {
+			var stderr strings.Builder
+			code := execute(args, &failWriter{limit: limit}, &stderr)
+			if code == 0 {
+				t.Errorf("%v (stdout fails after %d bytes): exit status 0", args, limit)
+			}
+			if !strings.Contains(stderr.String(), "no space left on device") {
+				t.Errorf("%v: stderr lacks the write error: %q", args, stderr.String())
+			}
+		}
+		var stdout, stderr strings.Builder
+		if code := execute(args, &stdout, &stderr); code != 0 {
+			t.Errorf("%v: exit status %d with a working stdout: %s", args, code, stderr.String())
+		}
+	}
+	// A command that ignores its write errors entirely.
+	w := &errWriter{w: &failWriter{}}
+	fmt.Fprintln(w, "lost")
+	fmt.Fprintln(w, "lost too")
+	if w.err == nil {
+		t.Fatal("errWriter forgot the error")
 	}
 }
