@@ -32,6 +32,11 @@ func BarabasiAlbert(n, m int, rng *rand.Rand) (*graph.Graph, error) {
 	if total > MaxEdges {
 		return nil, fmt.Errorf("gen: Barabási-Albert graph would have %d edges, more than MaxEdges = %d", total, MaxEdges)
 	}
+	// The edge list (8 bytes per edge), FromEdges' adjacency (8 per edge)
+	// and offsets (16 per node).
+	if err := checkMemory("Barabási-Albert graph", n, float64(total), 16*float64(n)+16*float64(total)); err != nil {
+		return nil, err
+	}
 	edges := make([]graph.Edge, 0, total)
 	for u := 0; u <= m; u++ {
 		for v := u + 1; v <= m; v++ {

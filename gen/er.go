@@ -27,6 +27,9 @@ func ErdosRenyi(n int, p float64, rng *rand.Rand) (*graph.Graph, error) {
 	if exp > float64(MaxEdges) {
 		return nil, fmt.Errorf("gen: G(n,p) would have about %.3g edges, more than MaxEdges = %d", exp, MaxEdges)
 	}
+	if err := checkMemory("G(n,p)", n, exp, 16*float64(n)+16*exp); err != nil {
+		return nil, err
+	}
 	edges := make([]graph.Edge, 0, int(exp+4*math.Sqrt(exp)+16))
 	what := fmt.Sprintf("G(n,p) n=%d p=%g", n, p)
 	if p == 1 {
@@ -73,6 +76,11 @@ func ErdosRenyiM(n int, m int64, rng *rand.Rand) (*graph.Graph, error) {
 	}
 	if m > MaxEdges {
 		return nil, fmt.Errorf("gen: m = %d is more than MaxEdges = %d", m, MaxEdges)
+	}
+	// Sampled pair indices (8 bytes each, up to twice as many while
+	// deduplicating) on top of the edge list and FromEdges.
+	if err := checkMemory("G(n,m)", n, float64(m), 16*float64(n)+16*float64(m)+16*float64(min(m, np-m))); err != nil {
+		return nil, err
 	}
 	if err := checkRNG(rng); err != nil {
 		return nil, err

@@ -20,6 +20,24 @@ import (
 // At the bound the edge list alone takes 8 GiB.
 const MaxEdges int64 = 1 << 30
 
+// MaxBytes bounds a generator's estimated peak memory (the generator's own
+// arrays plus graph.FromEdges'), so that a request the machine cannot hold
+// fails with an error naming the size instead of dying out of memory with a
+// stack trace. The estimates count 8-byte edges, int32 adjacency, int64
+// per-node offsets and, for the latent model, the coordinates (twice: in
+// node and in grid-cell order) and the per-worker edge lists (merged once).
+const MaxBytes int64 = 8 << 30
+
+// checkMemory refuses a generation of n nodes and about edges edges whose
+// estimated peak memory need (bytes) exceeds MaxBytes.
+func checkMemory(what string, n int, edges, need float64) error {
+	if !(need <= float64(MaxBytes)) {
+		return fmt.Errorf("gen: %s with %d nodes and about %.3g edges would need about %.3g GB of memory, more than MaxBytes = %.3g GB",
+			what, n, edges, need/1e9, float64(MaxBytes)/1e9)
+	}
+	return nil
+}
+
 // ErrNoEdges is returned (wrapped, together with graph.ErrEmpty) when a draw
 // produced no edges; increase the density parameter.
 var ErrNoEdges = errors.New("gen: generated graph has no edges")

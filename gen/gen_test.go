@@ -67,6 +67,37 @@ func TestValidation(t *testing.T) {
 	}
 }
 
+// Requests within MaxEdges whose memory the machine cannot hold fail fast
+// with an error instead of dying out of memory (latent with n = 10^8 and
+// mean degree 10 used to: 5e8 edges pass MaxEdges, but the coordinates and
+// edge buffers need about 19 GB).
+func TestMemoryBound(t *testing.T) {
+	rng := randx.Seeded(1)
+	r, err := RadiusForMeanDegree(100_000_000, 2, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, run := range map[string]func() error{
+		"latent n=1e8":        func() error { _, err := Latent(100_000_000, 2, r, rng); return err },
+		"latent dim=2000":     func() error { _, err := Latent(1<<20, 2000, 1e-9, rng); return err },
+		"ba n=1e9 m=1":        func() error { _, err := BarabasiAlbert(1_000_000_000, 1, rng); return err },
+		"er n=2e9 tiny p":     func() error { _, err := ErdosRenyi(2_000_000_000, 1e-15, rng); return err },
+		"erm n=2e9 m=10":      func() error { _, err := ErdosRenyiM(2_000_000_000, 10, rng); return err },
+		"erm n=1e5 m=1e9-ish": func() error { _, err := ErdosRenyiM(100_000, 1_000_000_000, rng); return err },
+	} {
+		err := run()
+		if err == nil || !strings.Contains(err.Error(), "memory") {
+			t.Errorf("%s: error %v, want a memory bound error", name, err)
+		}
+	}
+	if err := checkMemory("x", 10, 10, float64(MaxBytes)); err != nil {
+		t.Errorf("at the bound: %v", err)
+	}
+	if err := checkMemory("x", 10, 10, math.NaN()); err == nil {
+		t.Error("NaN estimate accepted")
+	}
+}
+
 func TestNoEdgesError(t *testing.T) {
 	_, err := Latent(5, 2, 1e-9, randx.Seeded(1))
 	if !errors.Is(err, ErrNoEdges) || !errors.Is(err, graph.ErrEmpty) {

@@ -101,6 +101,12 @@ func Latent(n, dim int, r float64, rng *rand.Rand) (*LatentGraph, error) {
 	}
 	if exp := float64(pairs(n)) * math.Min(1, UnitBallVolume(dim)*math.Pow(r, float64(dim))); exp > float64(MaxEdges) {
 		return nil, fmt.Errorf("gen: latent graph would have about %.3g edges, more than MaxEdges = %d", exp, MaxEdges)
+	} else if err := checkMemory("latent graph", n, exp, float64(n)*(16*float64(dim)+44)+24*exp); err != nil {
+		// Per node: coordinates in node and in cell order (16 D), cell
+		// index, id map and fill pointers (12), up to two cells (8),
+		// FromEdges' offsets (16), rounding (8). Per edge: the per-worker
+		// lists, their merge and FromEdges' adjacency (8 each).
+		return nil, err
 	}
 	R := BallRadius(dim)
 	coords := make([]float64, n*dim)

@@ -32,6 +32,23 @@ const DefaultMode fs.FileMode = 0o644
 // regular file.
 var ErrNotRegular = errors.New("not a regular file")
 
+// Check reports whether Write would accept path: nil when it does not exist
+// or is a regular file, an error wrapping ErrNotRegular otherwise. Commands
+// call it before expensive work so a bad target fails at once.
+func Check(path string) error {
+	st, err := os.Lstat(path)
+	switch {
+	case err == nil:
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("refusing to replace %s: %w (%s)", path, ErrNotRegular, describe(st.Mode()))
+		}
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	}
+	return err
+}
+
 // Write replaces path with what fn writes, atomically. An existing target
 // keeps its permission bits; a new file gets DefaultMode. See WriteMode.
 func Write(path string, fn func(io.Writer) error) error {
@@ -44,18 +61,12 @@ func Write(path string, fn func(io.Writer) error) error {
 // and remove the temporary file, as does a panic in fn (which propagates).
 // After the rename the directory is synced so the new name is durable.
 func WriteMode(path string, mode fs.FileMode, fn func(io.Writer) error) (err error) {
-	perm := mode.Perm()
-	st, err := os.Lstat(path)
-	switch {
-	case err == nil:
-		if !st.Mode().IsRegular() {
-			return fmt.Errorf("refusing to replace %s: %w (%s)", path, ErrNotRegular, describe(st.Mode()))
-		}
-		perm = st.Mode().Perm()
-	case errors.Is(err, fs.ErrNotExist):
-		err = nil
-	default:
+	if err := Check(path); err != nil {
 		return err
+	}
+	perm := mode.Perm()
+	if st, err := os.Lstat(path); err == nil {
+		perm = st.Mode().Perm()
 	}
 	dir, base := filepath.Split(path)
 	if dir == "" {

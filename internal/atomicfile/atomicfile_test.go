@@ -89,6 +89,9 @@ func TestRefusesNonRegular(t *testing.T) {
 	}
 	for what, p := range cases {
 		before := names(t, dir)
+		if err := Check(p); !errors.Is(err, ErrNotRegular) {
+			t.Errorf("Check(%s): %v", what, err)
+		}
 		called := false
 		err := Write(p, func(w io.Writer) error { called = true; return writeString("new")(w) })
 		if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), p) {
@@ -100,6 +103,9 @@ func TestRefusesNonRegular(t *testing.T) {
 		if after := names(t, dir); !slices.Equal(before, after) {
 			t.Errorf("%s: directory changed from %v to %v", what, before, after)
 		}
+	}
+	if Check(target) != nil || Check(filepath.Join(dir, "new")) != nil {
+		t.Error("Check refused a regular or missing file")
 	}
 	if st, err := os.Lstat(link); err != nil || st.Mode()&fs.ModeSymlink == 0 {
 		t.Fatalf("symlink replaced: %v %v", st, err)
