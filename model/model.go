@@ -336,3 +336,14 @@ func strictDecode(data []byte, v any) error {
 	}
 	return nil
 }
+
+// ID identifies the model's content: "model:" and the first 16 hex digits
+// of its checksum. Ledgers key re-served lists by it, so a retrained model
+// (new tables) never re-serves another model's lists.
+func (m *Model) ID() (string, error) {
+	sum, _, err := checksum(m)
+	if err != nil {
+		return "", err
+	}
+	return "model:" + sum[:16], nil
+}

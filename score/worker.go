@@ -325,6 +325,22 @@ func (w *Worker) At(v int32) (s, pub float64) {
 	}
 }
 
+// InZero reports whether v is in the last Score's Zero block: a candidate
+// (not u, not a neighbour of u) that no wedge reached. O(1); false for PA,
+// bounded scores and before any Score.
+func (w *Worker) InZero(v int32) bool {
+	if !w.scored || v < 0 || int(v) >= w.s.n || w.stamp[v] == w.gen {
+		return false
+	}
+	switch w.s.kind {
+	case CN, JC:
+		return w.cnt[v] == 0
+	case AA, RA:
+		return w.acc[v].s == 0
+	}
+	return false
+}
+
 // ZeroCands appends to dst[:0] the ids of the last Score's Zero block
 // (candidates not in Cands), ascending, by an O(N) scan. It is empty for PA.
 func (w *Worker) ZeroCands(dst []int32) []int32 {

@@ -1,0 +1,94 @@
+// Package dplp is the short way into the library: train DPLP's transform on
+// invariant data, open a budget ledger, and release private top-K
+// recommendation lists whose cost is durably recorded before they are
+// returned.
+//
+//	m, err := dplp.Train(ctx, g, prot, dplp.TrainSpec{Score: "aa", Variant: "dplp", EpsP: 0.5})
+//	store, err := dplp.OpenStore(ctx, "sqlite:ledger.db")
+//	rec, err := dplp.NewRecommender(m, g, prot, dplp.WithStore(store))
+//	res, err := rec.Recommend(ctx, []string{"alice"}, 30)
+//
+// Guarantees (docs/privacy-model.md): training reads only the public graph
+// and the marks, so the trained model is the same in every neighbouring
+// graph; each released list of K random picks is (K x eps_p)-protected-pair
+// DP for its user and is charged to the ledger in the same call. The
+// packages behind the facade are release (the release path), ledger (the
+// stores), model (compiled transforms), score (base scores and their
+// sensitivities) and calib (calibration).
+package dplp
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dplp/dplp/evaluate"
+	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/ledger"
+	"github.com/dplp/dplp/model"
+	"github.com/dplp/dplp/protect"
+	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/release"
+	"github.com/dplp/dplp/score"
+)
+
+// TrainSpec says what to train. Zero values take the defaults of `dplp
+// train`.
+type TrainSpec struct {
+	Score   string  // triad score: cn, aa, ra, jc or pa
+	Variant string  // dplp, lin (dplp-lin), umnn (dplp-umnn) or dplp-pub
+	EpsP    float64 // per-pick epsilon the transform is trained for (> 0)
+	Seed    uint64  // seed of the training split, initialisation and noise
+	Epochs  int     // 0: the trainer's default
+	// MaxQueries bounds the training queries sampled (0: every usable node).
+	MaxQueries int
+	// NegPerQuery is the number of negatives per training query (0: 200).
+	NegPerQuery int
+}
+
+// Train trains the transform on invariant data only (the public graph and
+// the marks; docs/privacy-model.md §5) and compiles it into a deployable
+// model. The seed fixes the training; it does not make released lists
+// seeded.
+func Train(ctx context.Context, g *graph.Graph, prot *protect.Set, spec TrainSpec) (*model.Model, error) {
+	if spec.Variant == "" {
+		spec.Variant = "dplp"
+	}
+	if !(spec.EpsP > 0) {
+		return nil, fmt.Errorf("dplp: EpsP must be > 0, got %v", spec.EpsP)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	split, err := evaluate.FitSplit(g, prot, evaluate.FitConfig{MaxQueries: spec.MaxQueries, NegPerQuery: spec.NegPerQuery}, randx.Derive(spec.Seed, 0x666974))
+	if err != nil {
+		return nil, err
+	}
+	k, err := score.ParseKind(spec.Score)
+	if err != nil {
+		return nil, err
+	}
+	m, _, err := evaluate.TrainModel(split, k, spec.Variant, spec.EpsP, evaluate.TrainOptions{Epochs: spec.Epochs}, spec.Seed)
+	if err != nil {
+		return nil, err
+	}
+	return m, ctx.Err()
+}
+
+// OpenStore opens a durable ledger: "sqlite:PATH" (embedded) or a
+// PostgreSQL DSN ("postgres://...").
+func OpenStore(ctx context.Context, dsn string) (ledger.Store, error) { return ledger.Open(ctx, dsn) }
+
+// NewRecommender releases lists of model m on graph g with marks prot.
+func NewRecommender(m *model.Model, g *graph.Graph, prot *protect.Set, opts ...release.Option) (*release.Recommender, error) {
+	return release.New(m, g, prot, opts...)
+}
+
+// Options of NewRecommender (see package release).
+var (
+	WithStore          = release.WithStore
+	WithCap            = release.WithCap
+	WithSeed           = release.WithSeed
+	WithFresh          = release.WithFresh
+	WithScorer         = release.WithScorer
+	WithIdempotencyKey = release.WithIdempotencyKey
+)

@@ -1,0 +1,12 @@
+package release
+
+import (
+	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/protect"
+	"github.com/dplp/dplp/score"
+)
+
+// InfluencersForTest exposes the influence sets to the external tests.
+func InfluencersForTest(g *graph.Graph, p *protect.Set, k score.Kind, u int32) ([]int32, bool) {
+	return newInfluence(g, p, k).ids(u)
+}

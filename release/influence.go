@@ -1,0 +1,103 @@
+package release
+
+import (
+	"slices"
+
+	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/protect"
+	"github.com/dplp/dplp/score"
+)
+
+// influence computes, for a user u, the protected parties w whose protected
+// pairs can change u's utilities in some u-neighbouring graph: the set
+// exposure(w) sums over (docs/privacy-model.md §6). It uses invariant data
+// only (u's neighbours, the marks, and the union graph G ∪ P, which every
+// neighbouring graph shares), so it is an exact-or-larger set:
+//
+//   - CN, AA, RA: toggling {w, x} (w, x != u) changes N(w) and N(x) only, so
+//     s(u, v) moves only for v in {w, x} and only if the other endpoint is a
+//     neighbour of u; AA and RA also move through deg(z) for z in N(u) in
+//     {w, x}. So w influences u iff some x in prot(w) \ {u} has w in N(u)
+//     or x in N(u).
+//   - JC: JC(u, v) moves only for v in {w, x}, and JC(u, w) can move iff x
+//     is in N(u) or N(u) ∩ N(w) is non-empty in some neighbour: w influences
+//     u iff some x in prot(w) \ {u} has w or x in R(u) = N(u) ∪ N_{G∪P}(N(u)).
+//   - PA and bounded scores (embeddings, score files): a degree or a fitted
+//     model can change anywhere: every party ("*").
+//
+// The exact audit checks the sets on small graphs (toggling the pairs of a
+// w outside the set never changes u's utilities).
+type influence struct {
+	g    *graph.Graph
+	p    *protect.Set
+	kind score.Kind
+}
+
+func newInfluence(g *graph.Graph, p *protect.Set, k score.Kind) influence {
+	return influence{g: g, p: p, kind: k}
+}
+
+// Everyone is the influencer entry meaning every protected party.
+const Everyone = "*"
+
+// ids returns the influencing nodes of u (nil, true for "everyone").
+func (in influence) ids(u int32) (out []int32, all bool) {
+	g, p := in.g, in.p
+	add := func(w int32) { out = append(out, w) }
+	hasOther := func(w int32) bool {
+		c := p.Count(w)
+		return c > 1 || (c == 1 && p.Of(w)[0] != u)
+	}
+	switch in.kind {
+	case score.CN, score.AA, score.RA:
+		for _, z := range g.Neighbors(u) {
+			if hasOther(z) {
+				add(z) // w = z in N(u)
+			}
+			for _, w := range p.Of(z) {
+				if w != u {
+					add(w) // x = z in N(u), w its protected partner
+				}
+			}
+		}
+	case score.JC:
+		reach := map[int32]bool{}
+		for _, z := range g.Neighbors(u) {
+			reach[z] = true
+			for _, y := range g.Neighbors(z) {
+				reach[y] = true
+			}
+			for _, y := range p.Of(z) {
+				reach[y] = true
+			}
+		}
+		delete(reach, u)
+		for y := range reach {
+			if hasOther(y) {
+				add(y)
+			}
+			for _, w := range p.Of(y) {
+				if w != u {
+					add(w)
+				}
+			}
+		}
+	default:
+		return nil, true
+	}
+	slices.Sort(out)
+	return slices.Compact(out), false
+}
+
+// of returns the labels of u's influencers, or ["*"].
+func (in influence) of(u int32) []string {
+	ids, all := in.ids(u)
+	if all {
+		return []string{Everyone}
+	}
+	out := make([]string, len(ids))
+	for i, w := range ids {
+		out[i] = in.g.Label(w)
+	}
+	return out
+}

@@ -1,0 +1,446 @@
+// Package release is dplp's one path from a trained model to released
+// recommendation lists: every deployment entry point (the recommend command,
+// the service, the batch benchmark, the demo) goes through a Recommender.
+//
+// Guarantee. Each list is sampled with the exponential mechanism (Gumbel
+// top-K) on the model's utility at noise scale 2 Delta_f(u) / eps_p, where
+// Delta_f(u) is computed exactly from the model's table and the user's
+// invariant Delta_s(u) and S_max(u) (docs/privacy-model.md §3-§5). A list
+// of K random picks is (K x eps_p)-protected-pair DP for its user; a list
+// whose utilities no protected pair can change (Delta = 0) is the exact
+// top-K and costs 0. The cost is computed from invariant data only.
+//
+// Contract. With a ledger store, no list leaves Recommend (or Stream)
+// unless its charge is durably committed: a fresh list is sampled, charged
+// in one transaction that checks the user's cap, and only then returned. A
+// list already released to a user by the same model at the same K is
+// re-served at no cost (post-processing) unless fresh lists are asked for.
+// A refused charge returns a *ledger.BudgetError for that user (errors.Is
+// ledger.ErrBudgetExhausted) and releases nothing to that user.
+//
+// Randomness. Without WithSeed every list's noise comes from a ChaCha8
+// generator keyed by crypto/rand. WithSeed derives each user's generator
+// from (seed, user label) with a keyed PRF (UserRNG), so a seeded run is
+// byte-identical at any GOMAXPROCS and any partitioning of users; seeded
+// lists are marked Seeded in results and in the store and carry no
+// guarantee.
+package release
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/ledger"
+	"github.com/dplp/dplp/model"
+	"github.com/dplp/dplp/protect"
+	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/score"
+)
+
+// Guarantee is what one released list promises its user.
+type Guarantee struct {
+	Mechanism string  `json:"mechanism"`
+	EpsP      float64 `json:"eps_p"`
+	Picks     int     `json:"picks"` // random picks: what the list costs
+	Eps       float64 `json:"eps"`   // pure protected-pair DP of the list: Picks x eps_p
+	Rho       float64 `json:"rho"`   // zCDP of the list: Picks x eps_p^2 / 8 (bounded range)
+	Text      string  `json:"text"`
+}
+
+// Result is one user's outcome.
+type Result struct {
+	User      string    `json:"user"`
+	List      []string  `json:"recommendations"`
+	K         int       `json:"k"`
+	Fresh     bool      `json:"fresh"` // sampled and charged by this call (false: re-served, free)
+	Cost      float64   `json:"cost"`  // eps charged by this call
+	Guarantee Guarantee `json:"guarantee"`
+	Seeded    bool      `json:"seeded"` // seeded noise: reproducible, NOT for deployment
+	ReleaseID int64     `json:"release_id,omitempty"`
+	Notice    string    `json:"notice,omitempty"` // e.g. fewer candidates than K
+	Err       error     `json:"-"`                // per-user refusal (budget), nil otherwise
+}
+
+// Option configures a Recommender.
+type Option func(*Recommender) error
+
+// WithStore records every fresh list in store before it is returned and
+// re-serves recorded lists.
+func WithStore(s ledger.Store) Option {
+	return func(r *Recommender) error { r.store = s; return nil }
+}
+
+// WithCap refuses fresh lists that would take a user past cap.
+func WithCap(c ledger.Cap) Option {
+	return func(r *Recommender) error {
+		if !(c.Eps >= 0) || !(c.Rho >= 0) {
+			return fmt.Errorf("release: invalid budget cap %+v", c)
+		}
+		r.cap = c
+		return nil
+	}
+}
+
+// WithSeed makes the noise reproducible (per-user PRF). NOT for deployment.
+func WithSeed(seed uint64) Option {
+	return func(r *Recommender) error { r.seed = &seed; return nil }
+}
+
+// WithFresh samples (and charges) a new list even when one was released
+// before.
+func WithFresh(fresh bool) Option {
+	return func(r *Recommender) error { r.fresh = fresh; return nil }
+}
+
+// WithScorer supplies the base scorer (required for predictors that need
+// fitting, such as embeddings; triad scores are built from the graph).
+func WithScorer(sc *score.Scorer) Option {
+	return func(r *Recommender) error { r.sc = sc; return nil }
+}
+
+// WithIdempotencyKey makes a fresh release retry-safe: a second call with
+// the same key for the same user returns the first list, charged once.
+// Meaningful for a single user per call.
+func WithIdempotencyKey(key string) Option {
+	return func(r *Recommender) error { r.idem = key; return nil }
+}
+
+// Recommender releases private lists for one model on one graph snapshot.
+// Safe for concurrent use.
+type Recommender struct {
+	m       *model.Model
+	modelID string
+	g       *graph.Graph
+	p       *protect.Set
+	sc      *score.Scorer
+	cfg     calib.Config
+	store   ledger.Store
+	cap     ledger.Cap
+	seed    *uint64
+	fresh   bool
+	idem    string
+	infl    influence
+	pool    sync.Pool // *workerState
+}
+
+type workerState struct {
+	w      *score.Worker
+	r      score.Result
+	s      Sampler
+	in     UserInput
+	crypto *rand.Rand
+}
+
+// New builds a Recommender for model m on graph g with marks p.
+func New(m *model.Model, g *graph.Graph, p *protect.Set, opts ...Option) (*Recommender, error) {
+	if m == nil || g == nil || p == nil {
+		return nil, errors.New("release: model, graph and marks are required")
+	}
+	if p.N() != g.N() {
+		return nil, fmt.Errorf("release: marks over %d nodes for a graph of %d", p.N(), g.N())
+	}
+	id, err := m.ID()
+	if err != nil {
+		return nil, err
+	}
+	r := &Recommender{m: m, modelID: id, g: g, p: p, cap: ledger.Unlimited}
+	for _, o := range opts {
+		if err := o(r); err != nil {
+			return nil, err
+		}
+	}
+	if r.sc == nil {
+		k, err := score.ParseKind(m.Score)
+		if err != nil {
+			return nil, fmt.Errorf("release: model score %q needs a fitted scorer (WithScorer): %w", m.Score, err)
+		}
+		if r.sc, err = score.New(g, p, k); err != nil {
+			return nil, err
+		}
+	} else if r.sc.Graph() != g {
+		return nil, errors.New("release: the scorer was built on another graph")
+	}
+	r.cfg = calib.Config{Method: calib.Exponential, Kind: r.sc.Kind(), Eps: m.EpsP, Transform: m}
+	if err := r.cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r.infl = newInfluence(g, p, r.sc.Kind())
+	return r, nil
+}
+
+// ModelID is the key lists are recorded under.
+func (r *Recommender) ModelID() string { return r.modelID }
+
+// Seeded reports whether the noise is seeded (not for deployment).
+func (r *Recommender) Seeded() bool { return r.seed != nil }
+
+// EpsP is the per-pick epsilon.
+func (r *Recommender) EpsP() float64 { return r.m.EpsP }
+
+// Graph is the graph lists are released on.
+func (r *Recommender) Graph() *graph.Graph { return r.g }
+
+func (r *Recommender) state() *workerState {
+	if ws, ok := r.pool.Get().(*workerState); ok {
+		return ws
+	}
+	ws := &workerState{w: r.sc.NewWorker()}
+	if r.seed == nil {
+		ws.crypto = randx.Crypto()
+	}
+	return ws
+}
+
+// guarantee describes a list of picks random picks.
+func (r *Recommender) guarantee(picks int) Guarantee {
+	eps := float64(picks) * r.m.EpsP
+	g := Guarantee{Mechanism: "exponential mechanism (Gumbel top-K) on the DPLP utility", EpsP: r.m.EpsP, Picks: picks, Eps: eps,
+		Rho: float64(picks) * r.m.EpsP * r.m.EpsP / 8}
+	switch {
+	case r.seed != nil:
+		g.Text = fmt.Sprintf("seeded noise (reproducible): NO privacy guarantee, not for deployment (would be %g-protected-pair DP)", eps)
+	case picks == 0:
+		g.Text = "0-protected-pair DP: no protected pair can change this user's utilities (exact top-K)"
+	default:
+		g.Text = fmt.Sprintf("%g-protected-pair DP for this user (%d picks x eps_p %g, basic composition); rho %g zCDP", eps, picks, r.m.EpsP, g.Rho)
+	}
+	return g
+}
+
+// sample draws one user's list (no accounting).
+func (r *Recommender) sample(ws *workerState, u int32, k int, stream uint64) (Outcome, error) {
+	ws.w.Score(u, &ws.r)
+	res := &ws.r
+	ws.in = UserInput{N: r.g.N(), Cands: res.Cands, S: res.S, Pub: res.Pub, Zero: res.Zero,
+		InZero: ws.w.InZero, ZeroList: ws.w.ZeroCands, DeltaS: res.DeltaS, SMax: res.SMax}
+	plan := r.cfg.Plan(calib.QueryOf(res))
+	if err := checkPlan(&plan); err != nil {
+		return Outcome{}, fmt.Errorf("release: user %s: %w", r.g.Label(u), err)
+	}
+	rng := rngFor(r.seed, r.g.Label(u), stream, ws.crypto)
+	return ws.s.Sample(&plan, &ws.in, k, rng)
+}
+
+func checkPlan(p *calib.Plan) error {
+	if math.IsNaN(p.Scale) || math.IsInf(p.Scale, 0) || p.Scale < 0 {
+		return fmt.Errorf("noise scale %v is not a finite number >= 0", p.Scale)
+	}
+	return nil
+}
+
+// ledgerRelease turns an outcome into the record to charge.
+func (r *Recommender) ledgerRelease(u int32, k int, out Outcome, idem string) ledger.Release {
+	list := make([]string, len(out.IDs))
+	for i, v := range out.IDs {
+		list[i] = r.g.Label(v)
+	}
+	gu := r.guarantee(out.Picks)
+	rel := ledger.Release{User: r.g.Label(u), Model: r.modelID, K: k, EpsP: r.m.EpsP, List: list,
+		Cost: gu.Eps, Rho: gu.Rho, Seeded: r.seed != nil, IdemKey: idem}
+	if out.Picks > 0 {
+		rel.Influencers = r.infl.of(u)
+	}
+	return rel
+}
+
+// Users resolves labels to node ids with a clear error for unknown ones.
+func (r *Recommender) Users(labels []string) ([]int32, error) {
+	ids := make([]int32, len(labels))
+	for i, l := range labels {
+		id, ok := r.g.ID(l)
+		if !ok {
+			return nil, fmt.Errorf("release: unknown user %q", l)
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
+// RefusedError reports users whose fresh list was refused by the cap.
+type RefusedError struct{ Users []string }
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("release: %d user(s) refused: %v (%v)", len(e.Users), e.Users, ledger.ErrBudgetExhausted)
+}
+
+// Unwrap makes errors.Is(err, ledger.ErrBudgetExhausted) hold.
+func (e *RefusedError) Unwrap() error { return ledger.ErrBudgetExhausted }
+
+// Recommend releases a top-k list for each user (labels), in parallel, and
+// returns the results in the order of users. See the package comment for
+// the guarantee and the accounting contract. Users refused by the cap get
+// Result.Err set and no list; the error is then a *RefusedError (the other
+// results are valid). Any other error aborts the call; lists charged before
+// it are in the store.
+func (r *Recommender) Recommend(ctx context.Context, users []string, k int) ([]Result, error) {
+	ids, err := r.Users(users)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Result, len(ids))
+	err = r.Stream(ctx, ids, k, func(i int, res Result) error { out[i] = res; return nil })
+	if err != nil {
+		return out, err
+	}
+	var refused []string
+	for _, res := range out {
+		if res.Err != nil {
+			refused = append(refused, res.User)
+		}
+	}
+	if refused != nil {
+		return out, &RefusedError{Users: refused}
+	}
+	return out, nil
+}
+
+// Stream releases lists for users (node ids) and calls emit(i, result) in
+// the order of users as soon as each result is ready and (with a store)
+// its charge is committed. Memory is bounded by a window of users in
+// flight, independent of len(users). Charges are committed in batches (one
+// transaction per batch). emit is called from one goroutine at a time.
+func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit func(i int, res Result) error) error {
+	if k < 1 {
+		return fmt.Errorf("release: k must be >= 1, got %d", k)
+	}
+	for _, u := range users {
+		if u < 0 || int(u) >= r.g.N() {
+			return fmt.Errorf("release: user id %d out of range [0,%d)", u, r.g.N())
+		}
+	}
+	const batch = 256
+	nw := max(1, runtime.GOMAXPROCS(0))
+	for lo := 0; lo < len(users); lo += batch {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		hi := min(lo+batch, len(users))
+		res, err := r.window(ctx, users[lo:hi], k, nw)
+		if err != nil {
+			return err
+		}
+		for i := range res {
+			if err := emit(lo+i, res[i]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// window releases one batch of users: re-serve lookups, parallel sampling,
+// one charging transaction.
+func (r *Recommender) window(ctx context.Context, users []int32, k int, nw int) ([]Result, error) {
+	res := make([]Result, len(users))
+	todo := make([]int, 0, len(users))
+	for i, u := range users {
+		res[i] = Result{User: r.g.Label(u), K: k, Seeded: r.seed != nil}
+		if r.store != nil && !r.fresh {
+			prev, ok, err := r.store.Latest(ctx, res[i].User, r.modelID, k)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				res[i].List = prev.List
+				res[i].ReleaseID = prev.ID
+				res[i].Seeded = prev.Seeded
+				res[i].Guarantee = r.guarantee(int(math.Round(prev.Cost / r.m.EpsP)))
+				res[i].Notice = "re-served at no cost (post-processing of an earlier release)"
+				continue
+			}
+		}
+		todo = append(todo, i)
+	}
+	outs := make([]Outcome, len(users))
+	errs := make([]error, len(users))
+	var next sync.Mutex
+	pos := 0
+	var wg sync.WaitGroup
+	for range min(nw, len(todo)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ws := r.state()
+			defer r.pool.Put(ws)
+			for {
+				next.Lock()
+				j := pos
+				pos++
+				next.Unlock()
+				if j >= len(todo) {
+					return
+				}
+				i := todo[j]
+				outs[i], errs[i] = r.sample(ws, users[i], k, 0)
+				// Sampler buffers are reused: copy the ids out.
+				outs[i].IDs = append([]int32(nil), outs[i].IDs...)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, i := range todo {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+	}
+	recs := make([]ledger.Release, len(todo))
+	for j, i := range todo {
+		idem := r.idem
+		if idem == "" && !r.fresh && r.store != nil {
+			// Concurrent first requests for the same sticky list (other
+			// goroutines, processes or replicas) get one list, charged once.
+			idem = fmt.Sprintf("sticky:%s:k=%d", r.modelID, k)
+		}
+		recs[j] = r.ledgerRelease(users[i], k, outs[i], idem)
+	}
+	if r.store != nil && len(recs) > 0 {
+		cr, err := r.store.ChargeBatch(ctx, recs, r.cap)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range todo {
+			c := cr[j]
+			if c.Err != nil {
+				if errors.Is(c.Err, ledger.ErrBudgetExhausted) {
+					res[i].Err = c.Err
+					res[i].Notice = c.Err.Error()
+					continue
+				}
+				return nil, c.Err
+			}
+			res[i].List = c.Release.List
+			res[i].ReleaseID = c.Release.ID
+			res[i].Fresh = c.Fresh
+			res[i].Seeded = c.Release.Seeded
+			res[i].Guarantee = r.guarantee(int(math.Round(c.Release.Cost / r.m.EpsP)))
+			if c.Fresh {
+				res[i].Cost = c.Release.Cost
+			} else {
+				res[i].Notice = "re-served at no cost (released before under the same key)"
+			}
+			r.notice(&res[i], outs[i], k)
+		}
+		return res, nil
+	}
+	for j, i := range todo {
+		res[i].List = recs[j].List
+		res[i].Fresh = true
+		res[i].Cost = recs[j].Cost
+		res[i].Guarantee = r.guarantee(outs[i].Picks)
+		r.notice(&res[i], outs[i], k)
+	}
+	return res, nil
+}
+
+func (r *Recommender) notice(res *Result, out Outcome, k int) {
+	if len(out.IDs) < k && res.Fresh {
+		res.Notice = fmt.Sprintf("only %d candidate(s) for K = %d: %d released and charged", len(out.IDs), k, len(out.IDs))
+	}
+}

@@ -1,0 +1,356 @@
+package release_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/evaluate"
+	"github.com/dplp/dplp/gen"
+	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/ledger"
+	"github.com/dplp/dplp/model"
+	"github.com/dplp/dplp/protect"
+	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/release"
+	"github.com/dplp/dplp/score"
+)
+
+var (
+	fixOnce sync.Once
+	fixG    *graph.Graph
+	fixP    *protect.Set
+	fixM    *model.Model
+	fixErr  error
+)
+
+// fixture: a 600-node latent-space graph, 30% of edges protected, an AA
+// DPLP model trained on it (public data only).
+func fixture(t testing.TB) (*graph.Graph, *protect.Set, *model.Model) {
+	t.Helper()
+	fixOnce.Do(func() {
+		lg, err := gen.Latent(600, 2, 0.07, randx.Seeded(1))
+		if err != nil {
+			fixErr = err
+			return
+		}
+		fixG = lg.Graph
+		if fixP, fixErr = protect.Synthetic(fixG, 0.3, 0.01, randx.Seeded(2)); fixErr != nil {
+			return
+		}
+		s, err := evaluate.FitSplit(fixG, fixP, evaluate.FitConfig{}, randx.Seeded(3))
+		if err != nil {
+			fixErr = err
+			return
+		}
+		fixM, _, fixErr = evaluate.TrainModel(s, score.AA, "dplp", 0.5, evaluate.TrainOptions{Epochs: 3}, 4)
+	})
+	if fixErr != nil {
+		t.Fatal(fixErr)
+	}
+	return fixG, fixP, fixM
+}
+
+func allUsers(g *graph.Graph) []int32 {
+	out := make([]int32, g.N())
+	for i := range out {
+		out[i] = int32(i)
+	}
+	return out
+}
+
+func seededLists(t *testing.T, rec *release.Recommender, users []int32, k int) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	err := rec.Stream(context.Background(), users, k, func(_ int, r release.Result) error {
+		if !r.Seeded {
+			t.Fatal("seeded run not marked seeded")
+		}
+		out[r.User] = r.List
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A seeded run is byte-identical at any GOMAXPROCS and any partitioning or
+// order of users: each user's generator comes from (seed, label).
+func TestSeededReproducibleAnyProcsAnyPartition(t *testing.T) {
+	g, p, m := fixture(t)
+	users := allUsers(g)
+	var ref map[string][]string
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2, 8} {
+		runtime.GOMAXPROCS(procs)
+		rec, err := release.New(m, g, p, release.WithSeed(9))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := seededLists(t, rec, users, 20)
+		if ref == nil {
+			ref = got
+			continue
+		}
+		for u, l := range ref {
+			if !slices.Equal(l, got[u]) {
+				t.Fatalf("GOMAXPROCS %d: user %s list differs", procs, u)
+			}
+		}
+	}
+	// Reversed order, in two halves released by separate recommenders.
+	rev := slices.Clone(users)
+	slices.Reverse(rev)
+	for _, part := range [][]int32{rev[:len(rev)/3], rev[len(rev)/3:]} {
+		rec, _ := release.New(m, g, p, release.WithSeed(9))
+		for u, l := range seededLists(t, rec, part, 20) {
+			if !slices.Equal(l, ref[u]) {
+				t.Fatalf("partitioned run: user %s list differs", u)
+			}
+		}
+	}
+	// Another seed gives other lists.
+	rec, _ := release.New(m, g, p, release.WithSeed(10))
+	other := seededLists(t, rec, users[:50], 20)
+	same := 0
+	for u, l := range other {
+		if slices.Equal(l, ref[u]) {
+			same++
+		}
+	}
+	if same == len(other) {
+		t.Fatal("seed has no effect")
+	}
+}
+
+func openStore(t *testing.T) ledger.Store {
+	t.Helper()
+	s, err := ledger.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "l.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// Every list returned is charged exactly once, re-serving is free, the cap
+// refuses with a typed error, and a list for another K is not re-served.
+func TestChargeContract(t *testing.T) {
+	g, p, m := fixture(t)
+	ctx := context.Background()
+	st := openStore(t)
+	eps := m.EpsP
+	rec, err := release.New(m, g, p, release.WithStore(st), release.WithCap(ledger.Cap{Eps: 12 * eps, Rho: math.Inf(1)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := g.Label(5)
+	first, err := rec.Recommend(ctx, []string{user}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := first[0]
+	if !r.Fresh || len(r.List) != 10 || r.Cost != r.Guarantee.Eps || r.Cost > 10*eps+1e-12 {
+		t.Fatalf("first release %+v", r)
+	}
+	again, err := rec.Recommend(ctx, []string{user}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again[0].Fresh || again[0].Cost != 0 || !slices.Equal(again[0].List, r.List) {
+		t.Fatalf("re-serve %+v", again[0])
+	}
+	// K = 3 is another release (not the K = 10 list cut short): 3 picks more
+	// would exceed the cap of 12 picks only after the first 10 were charged.
+	k3, err := rec.Recommend(ctx, []string{user}, 3)
+	if r.Cost == 10*eps {
+		if !errors.Is(err, ledger.ErrBudgetExhausted) || k3[0].Err == nil || k3[0].List != nil {
+			t.Fatalf("over-cap release not refused: %+v, %v", k3[0], err)
+		}
+		var be *ledger.BudgetError
+		if !errors.As(k3[0].Err, &be) {
+			t.Fatalf("refusal is %T, want *ledger.BudgetError", k3[0].Err)
+		}
+	}
+	sp, err := st.Budget(ctx, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Spent != r.Cost || sp.Releases != 1 {
+		t.Fatalf("store records %+v, want one release costing %v", sp, r.Cost)
+	}
+}
+
+// A user with fewer candidates than K is charged for what is released.
+func TestChargeWhatIsReleased(t *testing.T) {
+	edges := []graph.Edge{{U: 0, V: 1}, {U: 1, V: 2}, {U: 2, V: 3}, {U: 0, V: 2}}
+	g, _, err := graph.FromEdges(5, edges, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := protect.New(5, []graph.Edge{{U: 1, V: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, m := fixture(t)
+	rec, err := release.New(m, g, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := rec.Recommend(context.Background(), []string{"0"}, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res[0]
+	// Candidates of 0: 3 and 4.
+	if len(r.List) != 2 || r.Notice == "" {
+		t.Fatalf("got %+v", r)
+	}
+	if r.Cost != float64(r.Guarantee.Picks)*m.EpsP || r.Guarantee.Picks > 2 {
+		t.Fatalf("charged %v for %d picks", r.Cost, r.Guarantee.Picks)
+	}
+}
+
+// The rejection path for zero-block members gives every member the same
+// chance (chi-square against uniform).
+func TestZeroBlockUniform(t *testing.T) {
+	// A star plus isolated nodes: for a leaf, every non-neighbour except
+	// the other leaves is in the zero block.
+	n := 60
+	var edges []graph.Edge
+	for v := 1; v < 6; v++ {
+		edges = append(edges, graph.Edge{U: 0, V: int32(v)})
+	}
+	g, _, err := graph.FromEdges(n, edges, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := protect.New(n, []graph.Edge{{U: 0, V: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, m := fixture(t)
+	rec, err := release.New(m, g, p, release.WithSeed(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := score.New(g, p, score.AA)
+	w := sc.NewWorker()
+	var r score.Result
+	w.Score(1, &r)
+	if r.Zero < 40 {
+		t.Fatalf("zero block %d", r.Zero)
+	}
+	_ = rec
+	var sm release.Sampler
+	plan := planFor(t, m, &r)
+	counts := map[int32]int{}
+	draws := 20000
+	rng := randx.Seeded(3)
+	for range draws {
+		in := release.UserInput{N: n, Cands: r.Cands, S: r.S, Pub: r.Pub, Zero: r.Zero, InZero: w.InZero, ZeroList: w.ZeroCands, DeltaS: r.DeltaS, SMax: r.SMax}
+		out, err := sm.Sample(plan, &in, 1, rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := out.IDs[0]; w.InZero(v) {
+			counts[v]++
+		}
+	}
+	total := 0
+	for _, c := range counts {
+		total += c
+	}
+	if len(counts) != r.Zero {
+		t.Fatalf("%d distinct zero-block members drawn, want %d", len(counts), r.Zero)
+	}
+	exp := float64(total) / float64(r.Zero)
+	chi := 0.0
+	for _, c := range counts {
+		chi += (float64(c) - exp) * (float64(c) - exp) / exp
+	}
+	// df = Zero-1 (~53); 110 is far in the tail (p < 1e-5).
+	if chi > 110 {
+		t.Fatalf("zero-block draws not uniform: chi-square %.1f over %d members", chi, r.Zero)
+	}
+}
+
+// Influence sets: toggling the protected pairs of a node outside u's set
+// never changes any of u's scores (brute force on small random graphs).
+func TestInfluenceSets(t *testing.T) {
+	r := randx.Seeded(5)
+	for it := 0; it < 25; it++ {
+		n := 8 + r.IntN(5)
+		var edges, prot []graph.Edge
+		for a := 0; a < n; a++ {
+			for b := a + 1; b < n; b++ {
+				e := graph.Edge{U: int32(a), V: int32(b)}
+				if r.Float64() < 0.35 {
+					edges = append(edges, e)
+					if r.Float64() < 0.3 {
+						prot = append(prot, e)
+					}
+				} else if r.Float64() < 0.1 {
+					prot = append(prot, e)
+				}
+			}
+		}
+		g, _, err := graph.FromEdges(n, edges, nil)
+		if err != nil {
+			continue
+		}
+		p, err := protect.New(n, prot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kind := range []score.Kind{score.CN, score.AA, score.RA, score.JC} {
+			for u := int32(0); int(u) < n; u++ {
+				set := map[int32]bool{}
+				ids, all := release.InfluencersForTest(g, p, kind, u)
+				if all {
+					t.Fatalf("%v: everyone", kind)
+				}
+				for _, w := range ids {
+					set[w] = true
+				}
+				err := p.Neighbours(g, u, 0, func(w int32, xs []int32, g2 *graph.Graph) error {
+					if set[w] {
+						return nil
+					}
+					for v := int32(0); int(v) < n; v++ {
+						if v == u || g.HasEdge(u, v) {
+							continue
+						}
+						s1, _ := score.Pair(g, p, kind, u, v)
+						s2, _ := score.Pair(g2, p, kind, u, v)
+						if s1 != s2 {
+							return fmt.Errorf("%v: w=%d outside u=%d's influence set changes s(u,%d) by toggling %v", kind, w, u, v, xs)
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+}
+
+func planFor(t *testing.T, m *model.Model, r *score.Result) *calib.Plan {
+	t.Helper()
+	cfg := calib.Config{Method: calib.Exponential, Kind: score.AA, Eps: m.EpsP, Transform: m}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Plan(calib.QueryOf(r))
+	return &p
+}

@@ -1,0 +1,136 @@
+package release
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/mech"
+)
+
+// UserInput is everything one user's release reads: the scored candidates
+// (any order: they are sorted by id here, so the outcome does not depend on
+// how the scorer enumerated them), the size of the zero block (candidates no
+// wedge reaches, with s = s_pub = 0) and a way to draw members of it, and the
+// user's invariant Delta_s and S_max. The single-machine path fills it from a
+// score.Worker; the Beam pipeline from its joins. Both then call Sample with
+// the user's generator, so equal inputs give equal lists.
+type UserInput struct {
+	N         int       // nodes in the graph (candidate ids are in [0, N))
+	Cands     []int32   // candidates reached by a wedge
+	S, Pub    []float64 // s and s_pub of Cands[i]
+	Zero      int       // further candidates with s = s_pub = 0
+	InZero    func(v int32) bool
+	ZeroList  func(dst []int32) []int32 // ascending ids of the zero block (O(N) fallback)
+	DeltaS    float64
+	SMax      float64
+	scratchIx []int
+}
+
+// Outcome is one user's sampled list before labels and accounting.
+type Outcome struct {
+	IDs   []int32 // released candidate ids, in rank order
+	Picks int     // positions filled by a random pick (what is charged)
+	Exact bool    // no noise: utilities are invariant (Delta = 0), 0-DP
+	Delta float64 // utility sensitivity used for the noise
+}
+
+// Sampler holds one goroutine's reusable buffers.
+type Sampler struct {
+	u     mech.Utilities
+	idx   []int
+	picks []int
+	zero  []int32
+	seen  map[int32]struct{}
+}
+
+// Sample releases the plan's top-k list for one user from in, drawing every
+// random choice from rng. The candidates are put in ascending id order
+// before sampling and members of the zero block are drawn uniformly (by
+// rejection when the block is a large share of the graph, so the work is
+// proportional to the user's wedges plus k, not to N; otherwise from the
+// ascending list), so the result is a function of (in, plan, k, rng state)
+// alone. At most min(k, candidates) ids are returned.
+func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand) (Outcome, error) {
+	if k < 1 {
+		return Outcome{}, fmt.Errorf("release: k must be >= 1, got %d", k)
+	}
+	if len(in.S) != len(in.Cands) || len(in.Pub) != len(in.Cands) || in.Zero < 0 {
+		return Outcome{}, fmt.Errorf("release: malformed user input (%d candidates, %d scores, %d public scores, zero block %d)", len(in.Cands), len(in.S), len(in.Pub), in.Zero)
+	}
+	sm.idx = sm.idx[:0]
+	for i := range in.Cands {
+		sm.idx = append(sm.idx, i)
+	}
+	slices.SortFunc(sm.idx, func(a, b int) int { return cmp.Compare(in.Cands[a], in.Cands[b]) })
+	sm.u.Vals = sm.u.Vals[:0]
+	for _, i := range sm.idx {
+		sm.u.Vals = append(sm.u.Vals, plan.Utility(in.S[i], in.Pub[i]))
+	}
+	sm.u.Blocks = sm.u.Blocks[:0]
+	if in.Zero > 0 {
+		sm.u.Blocks = append(sm.u.Blocks, mech.Block{Val: plan.Utility(0, 0), Size: in.Zero})
+	}
+	total := len(in.Cands) + in.Zero
+	kk := min(k, total)
+	out := Outcome{Exact: plan.Exact(), Delta: plan.Delta}
+	if kk == 0 {
+		return out, nil
+	}
+	var err error
+	sm.picks, err = plan.Sample(&sm.u, kk, rng, sm.picks[:0])
+	if err != nil {
+		return out, err
+	}
+	if !out.Exact {
+		out.Picks = len(sm.picks)
+	}
+	nc := len(in.Cands)
+	blockPicks := 0
+	for _, p := range sm.picks {
+		if p >= nc {
+			blockPicks++
+		}
+	}
+	// Zero-block members are exchangeable (equal utility), so any uniformly
+	// random injection of block picks into block members gives the
+	// mechanism's distribution.
+	useList := blockPicks > 0 && (in.InZero == nil || int64(in.Zero)*8 < int64(in.N))
+	if useList {
+		if in.ZeroList == nil {
+			return out, fmt.Errorf("release: zero block without a way to list it")
+		}
+		sm.zero = in.ZeroList(sm.zero[:0])
+		if len(sm.zero) != in.Zero {
+			return out, fmt.Errorf("release: zero block lists %d members, want %d", len(sm.zero), in.Zero)
+		}
+	} else if blockPicks > 0 {
+		if sm.seen == nil {
+			sm.seen = make(map[int32]struct{}, blockPicks)
+		}
+		clear(sm.seen)
+	}
+	for _, p := range sm.picks {
+		switch {
+		case p < nc:
+			out.IDs = append(out.IDs, in.Cands[sm.idx[p]])
+		case useList:
+			out.IDs = append(out.IDs, sm.zero[p-nc])
+		default:
+			for tries := 0; ; tries++ {
+				v := int32(rng.IntN(in.N))
+				if _, dup := sm.seen[v]; !dup && in.InZero(v) {
+					sm.seen[v] = struct{}{}
+					out.IDs = append(out.IDs, v)
+					break
+				}
+				if tries > 1000*in.N {
+					return out, fmt.Errorf("release: could not draw a zero-block member (block of %d in %d nodes)", in.Zero, in.N)
+				}
+			}
+		}
+	}
+	return out, nil
+}
