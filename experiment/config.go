@@ -47,7 +47,8 @@ type Config struct {
 	// the same file scores the test and the training graph, so DPLP's
 	// training is invariant only if the file ignores protected pairs).
 	Scores []string `json:"scores"`
-	// Methods: nonprivate, public-only, dplp, dplp-lin, dplp-umnn, dplp-pub,
+	// Methods: nonprivate, public-only, dplp, dplp-lin (or lin), dplp-umnn
+	// (or umnn), dplp-pub,
 	// exponential, laplace, laplace-peeling, staircase, and power:A (the
 	// exponential mechanism on the utility (s/S_max)^A, paper Figure 2).
 	Methods []string `json:"methods"`
@@ -59,7 +60,7 @@ type Config struct {
 	Calibrations []string `json:"calibrations"`
 	// Protocols: clean (default), reference, deployment.
 	Protocols []string `json:"protocols"`
-	// Eps are the eps_p values (per pick), each > 0.
+	// Eps are the eps_p values (per pick), each in [MinEps, MaxEps].
 	Eps []float64 `json:"eps"`
 	// Sigma are the fractions of edges protected, each in [0, 1].
 	Sigma []float64 `json:"sigma"`
@@ -128,6 +129,26 @@ func (o PredictorOptions) options() (predict.Options, error) {
 		return predict.Options{}, errors.Join(errs...)
 	}
 	return predict.Options{Feature: feat, Dim: o.Dim, Epochs: o.Epochs, P: o.P, Q: o.Q, Lo: o.Lo, Hi: o.Hi}, nil
+}
+
+// The accepted range of eps_p (the same as the command line's). Below
+// MinEps the noise scale 2 Delta / eps_p is astronomically large (at a
+// subnormal such as 1e-320, 2/eps_p is +Inf and DPLP training produces NaN
+// losses); above MaxEps the release is effectively non-private, and costs
+// such as K x eps_p or their sums grow towards +Inf, which JSON cannot hold.
+// Both ends are many orders of magnitude beyond any meaningful eps_p.
+const (
+	MinEps = 1e-6
+	MaxEps = 1e6
+)
+
+// CheckEps reports whether eps is a usable eps_p: in [MinEps, MaxEps], with
+// a finite noise scale 2/eps (NaN and ±Inf are errors).
+func CheckEps(eps float64) error {
+	if math.IsNaN(eps) || math.IsInf(eps, 0) || !(eps >= MinEps && eps <= MaxEps) || math.IsInf(2/eps, 0) {
+		return fmt.Errorf("eps %v: must be a number in [%g, %g]", eps, MinEps, MaxEps)
+	}
+	return nil
 }
 
 // DefaultWorkers is the number of cells evaluated at once when
@@ -250,9 +271,16 @@ func (m methodSpec) epsFree() bool { return m.mech == calib.NonPrivate || m.mech
 
 var dplpVariants = map[string]string{"dplp": "dplp", "dplp-lin": "lin", "dplp-umnn": "umnn", "dplp-pub": "dplp-pub"}
 
+// methodAliases are the variant names of dplp train (lin, umnn) accepted
+// as methods; they name the methods dplp-lin and dplp-umnn.
+var methodAliases = map[string]string{"lin": "dplp-lin", "umnn": "dplp-umnn"}
+
 // parseMethod parses a method name.
 func parseMethod(s string) (methodSpec, error) {
 	l := strings.ToLower(strings.TrimSpace(s))
+	if a, ok := methodAliases[l]; ok {
+		l = a
+	}
 	if v, ok := dplpVariants[l]; ok {
 		return methodSpec{name: l, mech: calib.Exponential, variant: v}, nil
 	}
@@ -378,9 +406,16 @@ func (c *Config) parse(checkFiles bool) (*plan, error) {
 	} else {
 		p.popt = o
 	}
+	methodSeen := map[string]string{}
 	list("methods", c.Methods, func(s string) error {
 		m, err := parseMethod(s)
 		p.methods = append(p.methods, m)
+		if err == nil {
+			if prev, ok := methodSeen[m.name]; ok && !strings.EqualFold(strings.TrimSpace(prev), strings.TrimSpace(s)) {
+				return fmt.Errorf("methods %q and %q are the same method %s", prev, s, m.name)
+			}
+			methodSeen[m.name] = s
+		}
 		return err
 	})
 	list("calibrations", c.Calibrations, func(s string) error {
@@ -397,8 +432,8 @@ func (c *Config) parse(checkFiles bool) (*plan, error) {
 		bad("no eps values given")
 	}
 	for _, e := range c.Eps {
-		if !(e > 0) || math.IsInf(e, 0) {
-			bad("eps %v: must be a finite number > 0", e)
+		if err := CheckEps(e); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if len(c.Sigma) == 0 {

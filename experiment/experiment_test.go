@@ -3,9 +3,11 @@ package experiment
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -20,6 +22,7 @@ import (
 	"github.com/dplp/dplp/evaluate"
 	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/atomicfile"
 	"github.com/dplp/dplp/predict"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/protocol"
@@ -187,6 +190,11 @@ func TestValidate(t *testing.T) {
 		{func(c *Config) { c.Eps = []float64{0} }, "eps 0"},
 		{func(c *Config) { c.Eps = []float64{math.Inf(1)} }, "eps +Inf"},
 		{func(c *Config) { c.Eps = nil }, "no eps"},
+		{func(c *Config) { c.Eps = []float64{1e-320} }, "eps 1e-320"}, // 2/eps = +Inf: NaN training losses
+		{func(c *Config) { c.Eps = []float64{1e308} }, "eps 1e+308"},  // K x eps overflows
+		{func(c *Config) { c.Eps = []float64{math.NaN()} }, "eps NaN"},
+		{func(c *Config) { c.Methods = []string{"lin", "dplp-lin"} }, "same method dplp-lin"},
+		{func(c *Config) { c.Theory = &TheoryConfig{Eps: []float64{1e-320}} }, "theory: eps 1e-320"},
 		{func(c *Config) { c.K = []int{0} }, "k 0"},
 		{func(c *Config) { c.Sigma = []float64{1.5} }, "sigma 1.5"},
 		{func(c *Config) { c.Sigma = []float64{-0.1} }, "sigma -0.1"},
@@ -240,7 +248,8 @@ func TestDatasetName(t *testing.T) {
 }
 
 func TestParseMethod(t *testing.T) {
-	for in, want := range map[string]string{"DPLP": "dplp", "dplp-lin": "dplp-lin", "Laplace-Peeling": "laplace-peeling",
+	for in, want := range map[string]string{"DPLP": "dplp", "dplp-lin": "dplp-lin", "lin": "dplp-lin", "UMNN": "dplp-umnn",
+		"dplp-umnn": "dplp-umnn", "dplp-pub": "dplp-pub", "Laplace-Peeling": "laplace-peeling",
 		"power:2.0": "power:2", "power:0.50": "power:0.5", "public-only": "public-only", "nonprivate": "nonprivate"} {
 		m, err := parseMethod(in)
 		if err != nil || m.name != want {
@@ -501,7 +510,8 @@ func checkTables(t *testing.T, md string, tables, rows, cols int, ci bool) {
 		if n != rows+2 {
 			t.Fatalf("table has %d body rows, want %d", n-2, rows)
 		}
-		if strings.Contains(lines[i+2], "±") != ci {
+		// One seed has no interval: "mean ± n/a", never "± 0.000".
+		if row := lines[i+2]; strings.Contains(row, "n/a") == ci || !strings.Contains(row, "±") {
 			t.Fatalf("CI shown %v, want %v: %q", !ci, ci, lines[i+2])
 		}
 	}
@@ -998,5 +1008,105 @@ func BenchmarkEmbeddingSmokeRun(b *testing.B) {
 		if err := Run(context.Background(), cfg, filepath.Join(dir, strconv.Itoa(i)), nil); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// The list flags print as "floats" with shortest defaults (not pflag's
+// "float64Slice" and "[0.100000]"), replace the default on first use and
+// append afterwards; the method help names the variant aliases.
+func TestFloatsFlag(t *testing.T) {
+	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	f := AddFlags(fs)
+	usage := fs.FlagUsages()
+	for _, bad := range []string{"float64Slice", "NaN", "0.100000"} {
+		if strings.Contains(usage, bad) {
+			t.Errorf("help contains %q:\n%s", bad, usage)
+		}
+	}
+	for _, want := range []string{"--eps floats", "(default 0.1)", "(default 0.3)", "dplp-lin (or lin)"} {
+		if !strings.Contains(usage, want) {
+			t.Errorf("help lacks %q:\n%s", want, usage)
+		}
+	}
+	if err := fs.Parse([]string{"--eps", "0.5, 1", "--eps", "2", "--sigma", "0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(f.cfg.Eps, []float64{0.5, 1, 2}) || !slices.Equal(f.cfg.Sigma, []float64{0.1}) {
+		t.Fatalf("eps %v sigma %v", f.cfg.Eps, f.cfg.Sigma)
+	}
+	if err := fs.Parse([]string{"--eps", "x"}); err == nil {
+		t.Fatal("--eps x accepted")
+	}
+	fs = pflag.NewFlagSet("x", pflag.ContinueOnError)
+	f = AddFlags(fs)
+	if err := fs.Parse([]string{"--graph", "g.txt", "--eps", "nan"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Config(); err == nil || !strings.Contains(err.Error(), "eps NaN") {
+		t.Fatalf("--eps nan: %v", err)
+	}
+}
+
+// Output files are replaced atomically and only when regular: a symlink at
+// results.json is refused (and stays), no temporary file is left behind, and
+// results.csv prints measured values with 10 significant digits.
+func TestOutputsRefuseNonRegularAndFormat(t *testing.T) {
+	dir := t.TempDir()
+	cfg := smallConfig(tinyGraph(t, dir, "g", 60, 2))
+	cfg.Seeds = 1
+	out := filepath.Join(dir, "out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(dir, "victim.txt")
+	os.WriteFile(victim, []byte("keep"), 0o644)
+	link := filepath.Join(out, "results.json")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	err := Run(context.Background(), cfg, out, nil)
+	if !errors.Is(err, atomicfile.ErrNotRegular) {
+		t.Fatalf("results.json symlink: error %v, want ErrNotRegular", err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("symlink replaced")
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "keep" {
+		t.Fatalf("symlink target written: %q", b)
+	}
+	os.Remove(link)
+	if err := Run(context.Background(), cfg, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	walkErr := filepath.WalkDir(out, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), ".tmp") {
+			t.Errorf("temporary file left: %s", p)
+		}
+		return err
+	})
+	if walkErr != nil {
+		t.Fatal(walkErr)
+	}
+	data, err := os.ReadFile(filepath.Join(out, "results.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(bytes.NewReader(data)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs[1:] {
+		for _, v := range r {
+			if len(v) > 16 { // 10 significant digits plus sign, point and exponent
+				t.Errorf("results.csv value %q is not short", v)
+			}
+		}
+	}
+	if got := fmtM(0.11249999999999985); got != "0.1125" {
+		t.Errorf("fmtM = %q", got)
+	}
+	sum, _ := os.ReadFile(filepath.Join(out, "summary.md"))
+	if !strings.Contains(string(sum), "± n/a") || strings.Contains(string(sum), "± 0.000 ") {
+		t.Errorf("one-seed summary does not show n/a intervals")
 	}
 }

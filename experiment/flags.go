@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -31,11 +32,11 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.StringVar(&f.Out, "out", "experiment-out", "output directory (results.json, results.csv, summary.md, plots/, cache/)")
 	fs.StringSliceVar(&c.Graphs, "graph", nil, "edge-list file (repeatable); the dataset name is its base name without extension")
 	fs.StringSliceVar(&c.Scores, "score", d.Scores, "base predictors: cn, aa, ra, jc, pa; embeddings node2vec, deepwalk, line, gcn, prune, struc2vec (fitted per split); file:PATH")
-	fs.StringSliceVar(&c.Methods, "method", d.Methods, "methods: nonprivate, public-only, dplp, dplp-lin, dplp-umnn, dplp-pub, exponential, laplace, laplace-peeling, staircase, power:A")
+	fs.StringSliceVar(&c.Methods, "method", d.Methods, "methods: nonprivate, public-only, dplp, dplp-lin (or lin), dplp-umnn (or umnn), dplp-pub, exponential, laplace, laplace-peeling, staircase, power:A")
 	fs.StringSliceVar(&c.Protocols, "protocol", d.Protocols, "protocols: clean, reference, deployment")
 	fs.StringSliceVar(&c.Calibrations, "calibration", d.Calibrations, "calibrations: rigorous, reference (reproduction only; does NOT meet the guarantee)")
-	fs.Float64SliceVar(&c.Eps, "eps", d.Eps, "eps_p values (per pick), each > 0")
-	fs.Float64SliceVar(&c.Sigma, "sigma", d.Sigma, "fractions of edges protected, each in [0,1]")
+	fs.Var(newFloats(&c.Eps, d.Eps), "eps", "eps_p values (per pick), each in [1e-06, 1e+06]")
+	fs.Var(newFloats(&c.Sigma, d.Sigma), "sigma", "fractions of edges protected, each in [0,1]")
 	fs.IntSliceVar(&c.K, "k", d.K, "list lengths K, each >= 1")
 	fs.IntVar(&c.Seeds, "seeds", d.Seeds, "repetitions (seeds 0..N-1)")
 	fs.IntVar(&c.Epochs, "epochs", 0, "DPLP training epochs (0: the trainer's default)")
@@ -51,6 +52,51 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.Float64Var(&c.Predictor.Hi, "hi", 0, "file:PATH scores: upper end of the declared range")
 	return f
 }
+
+// floats is a comma-separated, repeatable list of numbers. Its help shows
+// the type as "floats" and the default in shortest form ("0.1", not
+// pflag's "float64Slice" and "[0.100000]"). The first Set replaces the
+// default; later ones append.
+type floats struct {
+	p       *[]float64
+	changed bool
+}
+
+func newFloats(p *[]float64, def []float64) *floats {
+	*p = append([]float64(nil), def...)
+	return &floats{p: p}
+}
+
+func (f *floats) String() string {
+	if f == nil || f.p == nil {
+		return ""
+	}
+	s := make([]string, len(*f.p))
+	for i, x := range *f.p {
+		s[i] = strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return strings.Join(s, ",")
+}
+
+func (f *floats) Set(v string) error {
+	var xs []float64
+	for _, part := range strings.Split(v, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(part), 64)
+		if err != nil {
+			return fmt.Errorf("%q is not a number", part)
+		}
+		xs = append(xs, x)
+	}
+	if !f.changed {
+		*f.p = xs
+		f.changed = true
+	} else {
+		*f.p = append(*f.p, xs...)
+	}
+	return nil
+}
+
+func (f *floats) Type() string { return "floats" }
 
 // Config builds the configuration: the preset or configuration file when
 // given (DefaultConfig otherwise), then every flag set explicitly on the

@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/internal/atomicfile"
 	"github.com/dplp/dplp/metrics"
 	"github.com/dplp/dplp/plot"
 	"github.com/dplp/dplp/protocol"
@@ -71,49 +73,60 @@ var csvHeader = []string{"dataset", "score", "method", "calibration", "protocol"
 	"auc_at_k", "precision_at_k", "recall_at_k", "ndcg_at_k", "map_at_k", "mrr", "hits_at_k", "queries",
 	"roc_auc", "zero_noise_queries", "seconds", "train_seconds", "held_out_auc"}
 
+// fmtF formats a configuration value (eps, sigma, a power) in the shortest
+// form that reads back exactly; method names such as power:A use it too.
 func fmtF(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+
+// fmtM formats a measured value with 10 significant digits: averages such as
+// 0.11249999999999985 print as 0.1125 (results.json keeps full precision).
+func fmtM(x float64) string { return strconv.FormatFloat(x, 'g', 10, 64) }
 
 func fmtPtr(x *float64) string {
 	if x == nil {
 		return ""
 	}
-	return fmtF(*x)
+	return fmtM(*x)
 }
 
 func (r *Row) csv() []string {
 	ts := ""
 	if r.TrainSeconds != 0 {
-		ts = fmtF(r.TrainSeconds)
+		ts = fmtM(r.TrainSeconds)
 	}
 	return []string{r.Dataset, r.Score, r.Method, r.Calibration, r.Protocol, fmtF(r.Eps), fmtF(r.Sigma),
-		strconv.Itoa(r.K), strconv.Itoa(r.Seed), fmtF(r.AUC), fmtF(r.Precision), fmtF(r.Recall), fmtF(r.NDCG),
-		fmtF(r.MAP), fmtF(r.MRR), fmtF(r.Hits), strconv.Itoa(r.Queries), fmtPtr(r.ROCAUC),
-		strconv.Itoa(r.ZeroNoise), fmtF(r.Seconds), ts, fmtPtr(r.HeldOutAUC)}
+		strconv.Itoa(r.K), strconv.Itoa(r.Seed), fmtM(r.AUC), fmtM(r.Precision), fmtM(r.Recall), fmtM(r.NDCG),
+		fmtM(r.MAP), fmtM(r.MRR), fmtM(r.Hits), strconv.Itoa(r.Queries), fmtPtr(r.ROCAUC),
+		strconv.Itoa(r.ZeroNoise), fmtM(r.Seconds), ts, fmtPtr(r.HeldOutAUC)}
 }
 
-// writeJSON writes v as indented JSON to path.
+// writeJSON writes v as indented JSON to path (atomically, see writeAtomic).
 func writeJSON(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(data, '\n'), 0o644)
+	return writeBytes(path, append(data, '\n'))
 }
 
-// writeCSV writes a header and records to path.
+// writeCSV writes a header and records to path (atomically).
 func writeCSV(path string, header []string, records [][]string) error {
-	f, err := os.Create(path)
-	if err != nil {
+	return atomicfile.Write(path, func(f io.Writer) error {
+		w := csv.NewWriter(f)
+		w.Write(header)
+		w.WriteAll(records) // flushes
+		return w.Error()
+	})
+}
+
+// writeBytes replaces path with data through internal/atomicfile: a
+// temporary file in the same directory, synced and renamed, so a reader or a
+// crash never sees half a file; a path that exists and is not a regular file
+// (a symbolic link, a device, a directory) is refused rather than replaced.
+func writeBytes(path string, data []byte) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
-	}
-	w := csv.NewWriter(f)
-	w.Write(header)
-	w.WriteAll(records) // flushes
-	if err := w.Error(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	})
 }
 
 func writeOutputs(out string, p *plan, rows []Row, skipped int, lg *logger) error {
@@ -131,7 +144,7 @@ func writeOutputs(out string, p *plan, rows []Row, skipped int, lg *logger) erro
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(out, "summary.md"), []byte(summary(p, rows, skipped, figs)), 0o644); err != nil {
+	if err := writeBytes(filepath.Join(out, "summary.md"), []byte(summary(p, rows, skipped, figs))); err != nil {
 		return err
 	}
 	lg.printf("experiment: wrote results.json, results.csv, summary.md and %d plots to %s", len(figs), out)
@@ -174,8 +187,8 @@ func (s stat) String() string {
 	if s.n == 0 {
 		return "–"
 	}
-	if s.n == 1 {
-		return fmt.Sprintf("%.3f", s.mean)
+	if s.n == 1 { // no interval from one seed
+		return fmt.Sprintf("%.3f ± n/a", s.mean)
 	}
 	return fmt.Sprintf("%.3f ± %.3f", s.mean, s.ci)
 }
@@ -197,7 +210,7 @@ func summary(p *plan, rows []Row, skipped int, figs []string) string {
 	fmt.Fprintf(&b, "Datasets: %s. Scores: %s. Seeds: %d (0..%d; seeded generators: reproducible, NOT for deployment). "+
 		"Code version `%s`.\n\n", strings.Join(p.datasets, ", "), strings.Join(displays(p.preds), ", "), c.Seeds, c.Seeds-1, CodeVersion)
 	fmt.Fprintf(&b, "Cells are AUC@K (the authors' semantics: a query with no positive in its top K scores 0) averaged over the "+
-		"evaluation queries of one split, then mean ± 95%% CI (Student t) over seeds. Bold: the best method other than the "+
+		"evaluation queries of one split, then mean ± 95%% CI (Student t) over seeds (n/a with one seed). Bold: the best method other than the "+
 		"non-private one. DPLP-family and exponential lists cost K·eps_p (pure protected-pair DP); public-only costs 0; "+
 		"one-shot Laplace and staircase have no proven guarantee for K > 1.\n\n")
 	if slices.ContainsFunc(p.preds, func(pr predictor) bool { return !pr.spec.Triad }) {
@@ -225,7 +238,7 @@ func summary(p *plan, rows []Row, skipped int, figs []string) string {
 			for _, eps := range c.Eps {
 				for _, sigma := range c.Sigma {
 					for _, k := range c.K {
-						fmt.Fprintf(&b, "## protocol %s, calibration %s, eps_p = %v, sigma = %v, K = %d\n\n", prot, cal, eps, sigma, k)
+						fmt.Fprintf(&b, "## protocol %s, calibration %s, eps_p = %s, sigma = %s, K = %d\n\n", prot, cal, fmtF(eps), fmtF(sigma), k)
 						if cal == calib.Reference {
 							b.WriteString("*Reference calibration: does NOT meet the protected-pair DP guarantee.*\n\n")
 						}

@@ -494,8 +494,8 @@ func readCache(path string, key, res any) bool {
 	return json.Unmarshal(rec.Result, res) == nil
 }
 
-// writeCache stores a result atomically (temporary file and rename), so an
-// interrupted run never leaves a half-written cell behind.
+// writeCache stores a result atomically (writeBytes: temporary file, sync,
+// rename), so an interrupted run never leaves a half-written cell behind.
 func writeCache(path string, key, res any) error {
 	k, err := json.Marshal(key)
 	if err != nil {
@@ -509,18 +509,5 @@ func writeCache(path string, key, res any) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return writeBytes(path, data)
 }

@@ -151,8 +151,8 @@ func (t *TheoryConfig) validate() error {
 		}
 	}
 	for _, e := range append(slices.Clone(t.Eps), t.BaseEps) {
-		if !(e > 0) || math.IsInf(e, 0) {
-			bad("theory: eps %v: must be a finite number > 0", e)
+		if err := CheckEps(e); err != nil {
+			bad("theory: %v", err)
 		}
 	}
 	for _, k := range append(slices.Clone(t.K), t.BaseK) {
@@ -580,7 +580,12 @@ func theoremBound(n, k, dim int, relLoss float64) float64 {
 }
 
 // tstat aggregates a theory quantity over seeds.
-type tstat struct{ mean, ci float64 }
+// tstat is a mean over n seeds with its 95% CI half-width (0 for one seed,
+// printed as n/a).
+type tstat struct {
+	mean, ci float64
+	n        int
+}
 
 type theoryAgg struct {
 	n     int
@@ -609,7 +614,7 @@ func theoryStats(rows []TheoryRow) map[theoryAgg]map[string]tstat {
 		o := map[string]tstat{}
 		for name, xs := range m {
 			mean, ci := metrics.MeanCI(xs)
-			o[name] = tstat{mean, ci}
+			o[name] = tstat{mean, ci, len(xs)}
 		}
 		out[a] = o
 	}
@@ -625,10 +630,10 @@ func writeTheory(out string, t TheoryConfig, rows []TheoryRow, lg *logger) error
 		"theorem_bound", "zero_noise_queries", "seconds"}
 	recs := make([][]string, len(rows))
 	for i, r := range rows {
-		recs[i] = []string{strconv.Itoa(r.Nodes), strconv.Itoa(r.Dim), fmtF(r.Radius), fmtF(r.MeanDegree), r.Score,
-			fmtF(r.Eps), strconv.Itoa(r.K), strconv.Itoa(r.Seed), strconv.Itoa(r.Queries), fmtF(r.RelLoss),
-			fmtF(r.RelLossEps0), fmtF(r.KKappa), fmtF(r.BoundHoldsFrac), fmtF(r.RankLoss), fmtF(r.RankLossNonpri),
-			fmtF(r.RankLossUnif), fmtF(r.TheoremBound), strconv.Itoa(r.ZeroNoise), fmtF(r.Seconds)}
+		recs[i] = []string{strconv.Itoa(r.Nodes), strconv.Itoa(r.Dim), fmtM(r.Radius), fmtF(r.MeanDegree), r.Score,
+			fmtF(r.Eps), strconv.Itoa(r.K), strconv.Itoa(r.Seed), strconv.Itoa(r.Queries), fmtM(r.RelLoss),
+			fmtM(r.RelLossEps0), fmtM(r.KKappa), fmtM(r.BoundHoldsFrac), fmtM(r.RankLoss), fmtM(r.RankLossNonpri),
+			fmtM(r.RankLossUnif), fmtM(r.TheoremBound), strconv.Itoa(r.ZeroNoise), fmtM(r.Seconds)}
 	}
 	if err := writeCSV(filepath.Join(out, "theory.csv"), header, recs); err != nil {
 		return err
@@ -639,7 +644,7 @@ func writeTheory(out string, t TheoryConfig, rows []TheoryRow, lg *logger) error
 		return err
 	}
 	md := theorySummary(t, rows, st, figs)
-	if err := os.WriteFile(filepath.Join(out, "summary.md"), []byte(md), 0o644); err != nil {
+	if err := writeBytes(filepath.Join(out, "summary.md"), []byte(md)); err != nil {
 		return err
 	}
 	lg.printf("theory: wrote theory.json, theory.csv, summary.md and %d plots to %s", len(figs), out)
@@ -789,7 +794,12 @@ func theorySummary(t TheoryConfig, rows []TheoryRow, st map[theoryAgg]map[string
 		"L_rel(eps_p->0) = its exact limit (uniform list); K·kappa = the Proposition's bound on that limit; " +
 		"R = E[sum over i<j<=K of [d(u,u_i) - d(u,u_j)]_+] (the oracle ranking has R = 0); B = Theorem 1's bound shape " +
 		"[2K·eps(|V|) + L_rel/|V|]^(1/(KD)) with delta = 0.05/(4K²).\n\n")
-	f := func(s tstat) string { return fmt.Sprintf("%.4g ± %.2g", s.mean, s.ci) }
+	f := func(s tstat) string {
+		if s.n == 1 {
+			return fmt.Sprintf("%.4g ± n/a", s.mean)
+		}
+		return fmt.Sprintf("%.4g ± %.2g", s.mean, s.ci)
+	}
 	var verdicts []string
 	for _, s := range t.Scores {
 		sc := strings.ToLower(s)

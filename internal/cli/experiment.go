@@ -15,24 +15,28 @@ import (
 func newExperimentCmd() *cobra.Command {
 	var flags *experiment.Flags
 	cmd := &cobra.Command{
-		Use:   "experiment [--preset table1|theory | --config FILE] [grid flags] --out DIR",
+		Use:   "experiment [--preset table1|table1-emb|theory | --config FILE] [grid flags] [--out DIR]",
 		Short: "Run a grid of experiments: datasets x scores x methods x eps x sigma x K x seeds",
 		Long: `Runs the paper's protocol over a grid of cells (dataset, score, method,
 calibration, protocol, eps_p, sigma, K, seed). For each split (dataset, protocol,
 sigma, seed) it holds out test pairs, draws protection marks, trains DPLP's
 transforms when a DPLP method is asked for, and releases a top-K list for every
-query with every method. Writes to --out: results.json (one object per cell with
+query with every method. Writes to --out (default experiment-out): results.json (one object per cell with
 keys dataset, score, method, calibration, protocol, eps, sigma, k, seed,
 auc_at_k, precision_at_k, recall_at_k, ndcg_at_k, map_at_k, mrr, hits_at_k,
 queries), results.csv, summary.md (Table 1-shaped tables with 95% confidence
-intervals over seeds) and plots/ (PNG and SVG: AUC@K vs eps_p, vs sigma, vs the
+intervals over seeds; n/a with one seed) and plots/ (PNG and SVG: AUC@K vs eps_p, vs sigma, vs the
 power a of f(s) = s^a). Finished cells are cached under --out/cache, so an
 interrupted run resumes. Scores are any predictor (cn, aa, ra, jc, pa,
 node2vec, deepwalk, line, gcn, prune, struc2vec, file:PATH). Presets: table1
 (the paper's Table 1 setting on the five graphs of --data-dir, triad scores),
 table1-emb (the same for the six embedding predictors; slow) and theory
 (latent-space checks of the paper's Section 5). Results of --calibration reference do NOT meet the stated guarantee.
-Everything is seeded (seeds 0..N-1) and reproducible.`,
+Methods lin and umnn are accepted for dplp-lin and dplp-umnn. eps_p values
+must lie in [1e-06, 1e+06]. Output files are replaced atomically and must be
+regular files. Everything is seeded (seeds 0..N-1) and reproducible: embedding
+predictors train deterministically, so equal seeds give equal results on any
+number of cores.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := flags.Config()
@@ -53,9 +57,9 @@ Everything is seeded (seeds 0..N-1) and reproducible.`,
 			if err := experiment.Run(ctx, cfg, flags.Out, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (results.json, results.csv, summary.md, plots/) in %.1f s; randomness: seeded generators (seeds 0..%d), reproducible\n",
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (results.json, results.csv, summary.md, plots/) in %.1f s; randomness: seeded generators (seeds 0..%d), reproducible\n",
 				flags.Out, time.Since(start).Seconds(), max(cfg.Seeds, 1)-1)
-			return nil
+			return err
 		},
 	}
 	flags = experiment.AddFlags(cmd.Flags())
