@@ -39,16 +39,22 @@ type TrainSummary struct {
 	Seconds           float64
 }
 
-// ParseVariant accepts the variant names of the CLI and experiments:
-// "dplp", "lin" or "dplp-lin", "umnn" or "dplp-umnn", "dplp-pub".
+// ParseVariant accepts the variant names of the CLI and experiments, in
+// any case and with surrounding spaces: "dplp", "lin" or "dplp-lin", "umnn"
+// or "dplp-umnn", "dplp-pub".
 func ParseVariant(s string) (train.Variant, error) {
-	switch strings.ToLower(s) {
+	l := strings.ToLower(strings.TrimSpace(s))
+	switch l {
 	case "dplp-lin":
-		s = "lin"
+		l = "lin"
 	case "dplp-umnn":
-		s = "umnn"
+		l = "umnn"
 	}
-	return train.ParseVariant(strings.ToLower(s))
+	v, err := train.ParseVariant(l)
+	if err != nil {
+		return "", fmt.Errorf("unknown DPLP variant %q (want dplp, lin or dplp-lin, umnn or dplp-umnn, dplp-pub)", s)
+	}
+	return v, nil
 }
 
 // TrainModel trains variant on the split's training data for base score

@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"text/tabwriter"
 
 	"github.com/dplp/dplp/graph"
@@ -45,11 +44,13 @@ func (f *predFlags) options(desc string) (predict.Options, error) {
 	if f.dim < 0 || f.epochs < 0 {
 		return predict.Options{}, fmt.Errorf("--dim and --emb-epochs must be >= 0")
 	}
-	if !(f.p > 0) || !(f.q > 0) {
-		return predict.Options{}, fmt.Errorf("--n2v-p and --n2v-q must be > 0")
+	for _, c := range []error{checkPos("n2v-p", f.p), checkPos("n2v-q", f.q), checkFinite("lo", f.lo), checkFinite("hi", f.hi)} {
+		if c != nil {
+			return predict.Options{}, c
+		}
 	}
-	if !(f.hi > f.lo) || math.IsInf(f.lo, 0) || math.IsInf(f.hi, 0) {
-		return predict.Options{}, fmt.Errorf("--lo must be below --hi, both finite")
+	if !(f.hi > f.lo) {
+		return predict.Options{}, fmt.Errorf("--lo must be below --hi, got [%v, %v]", f.lo, f.hi)
 	}
 	o := predict.Options{Seed: f.embedSeed, Feature: feat, Dim: f.dim, Epochs: f.epochs, P: f.p, Q: f.q, Lo: f.lo, Hi: f.hi}
 	return o, nil
@@ -67,17 +68,44 @@ func (f *predFlags) fit(name string, g *graph.Graph, p *protect.Set) (*score.Sco
 		return nil, err
 	}
 	if spec.Method != "" {
-		var bar *progress.Bar
-		opt.Progress = func(done, total int) {
-			if bar == nil {
-				bar = progress.New(int64(total), "training "+spec.Method)
-			}
-			bar.Add(1)
-		}
-		defer bar.Finish()
+		fb := &fitBar{desc: "training " + spec.Method, fits: 1}
+		opt.Progress = fb.update
+		defer fb.finish()
 	}
 	return spec.Fit(g, p, opt)
 }
+
+// fitBar draws one progress bar over fits consecutive fits, each reporting
+// monotone (done, total) counts through update; a count lower than the last
+// one starts the next fit. Nothing is drawn unless stderr is a terminal
+// (progress.Bar's methods are no-ops on nil).
+type fitBar struct {
+	desc      string
+	fits      int
+	started   bool
+	bar       *progress.Bar
+	fit       int // index of the current fit
+	last, pos int // last done of the current fit; units shown
+	total     int
+}
+
+func (b *fitBar) update(done, total int) {
+	if !b.started {
+		b.started, b.total = true, total
+		b.bar = progress.New(int64(total)*int64(b.fits), b.desc)
+	}
+	if done < b.last && b.fit+1 < b.fits {
+		b.fit++
+		b.bar.Describe(fmt.Sprintf("%s (fit %d of %d)", b.desc, b.fit+1, b.fits))
+	}
+	b.last = done
+	if pos := b.fit*b.total + min(done, b.total); pos > b.pos {
+		b.bar.Add(pos - b.pos)
+		b.pos = pos
+	}
+}
+
+func (b *fitBar) finish() { b.bar.Finish() }
 
 func newEvalLPCmd() *cobra.Command {
 	var (
@@ -116,6 +144,11 @@ node2vec, deepwalk, line, gcn, prune, struc2vec, file:PATH.`,
 			if err != nil {
 				return err
 			}
+			if spec.Method != "" { // embeddings take minutes per fit on large graphs
+				fb := &fitBar{desc: "eval-lp " + spec.Method, fits: seeds}
+				opt.Progress = fb.update
+				defer fb.finish()
+			}
 			res, err := predict.EvalLP(g, spec, holdout, seeds, opt)
 			if err != nil {
 				return err
@@ -126,7 +159,11 @@ node2vec, deepwalk, line, gcn, prune, struc2vec, file:PATH.`,
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintf(tw, "score\t%s\n", spec.Name)
 			fmt.Fprintf(tw, "roc_auc_mean\t%.4f\n", res.ROCAUCMean)
-			fmt.Fprintf(tw, "roc_auc_ci95\t%.4f\n", res.ROCAUCCI95)
+			if len(res.PerSeed) > 1 {
+				fmt.Fprintf(tw, "roc_auc_ci95\t%.4f\n", res.ROCAUCCI95)
+			} else {
+				fmt.Fprintf(tw, "roc_auc_ci95\tn/a (one seed)\n")
+			}
 			fmt.Fprintf(tw, "per seed\t%.4f\n", res.PerSeed)
 			fmt.Fprintf(tw, "seconds\t%.2f\n", res.Seconds)
 			return tw.Flush()

@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dplp/dplp/evaluate"
+	"github.com/dplp/dplp/experiment"
+	"github.com/dplp/dplp/train"
 )
 
 func TestCheckersRejectNaNInf(t *testing.T) {
@@ -182,5 +186,66 @@ func TestGenValidatesBeforeWriting(t *testing.T) {
 	es, _ := os.ReadDir(dir)
 	if len(es) != 2 {
 		t.Fatalf("directory holds %d entries, want the target and the link", len(es))
+	}
+}
+
+// Variant names are the same everywhere: lin/umnn and dplp-lin/dplp-umnn,
+// in any case, for train and audit (evaluate.ParseVariant) and for
+// experiment methods.
+func TestVariantNames(t *testing.T) {
+	for in, want := range map[string]train.Variant{"lin": train.Lin, "dplp-lin": train.Lin, "UMNN": train.UMNN,
+		"dplp-umnn": train.UMNN, " DPLP-Pub ": train.DPLPPub, "dplp": train.DPLP} {
+		if v, err := evaluate.ParseVariant(in); err != nil || v != want {
+			t.Errorf("ParseVariant(%q) = %q, %v; want %q", in, v, err, want)
+		}
+	}
+	if _, err := evaluate.ParseVariant("dplp-x"); err == nil || !strings.Contains(err.Error(), "dplp-lin") {
+		t.Errorf("unknown variant error %v does not list the names", err)
+	}
+	for _, m := range []string{"lin", "umnn", "dplp-lin", "dplp-umnn"} {
+		cfg := experiment.DefaultConfig()
+		cfg.Graphs = []string{writeTemp(t, "g.txt", "a b\nb c\n")}
+		cfg.Methods = []string{m}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("experiment method %q: %v", m, err)
+		}
+	}
+}
+
+// The eval-lp bar spans all fits: each fit's counts restart, and the bar
+// advances by differences, never past fits x total.
+func TestFitBar(t *testing.T) {
+	b := &fitBar{desc: "x", fits: 3}
+	for f := 0; f < 3; f++ {
+		for _, d := range []int{10, 40, 100} {
+			b.update(d, 100)
+		}
+	}
+	b.update(100, 100)
+	if b.fit != 2 || b.pos != 300 {
+		t.Fatalf("fit %d pos %d, want 2 and 300", b.fit, b.pos)
+	}
+	b.finish()
+}
+
+// Float flags of score and eval-lp reject NaN and Inf (--n2v-p inf was
+// accepted, --lo nan gave a confusing message).
+func TestPredictorFloatFlags(t *testing.T) {
+	g := writeTemp(t, "g.txt", "a b\nb c\nc a\nc d\n")
+	for _, c := range []struct{ flag, val, want string }{
+		{"--n2v-p", "inf", "--n2v-p must be a finite number > 0"},
+		{"--n2v-q", "nan", "--n2v-q must be a finite number > 0"},
+		{"--lo", "nan", "--lo must be a finite number"},
+		{"--hi", "-inf", "--hi must be a finite number"},
+	} {
+		for _, cmd := range [][]string{
+			{"score", "--graph", g, "--score", "cn", "--all"},
+			{"eval-lp", "--graph", g, "--score", "cn"},
+		} {
+			_, _, err := run(t, append(cmd, c.flag, c.val)...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%v %s %s: error %v, want %q", cmd[0], c.flag, c.val, err, c.want)
+			}
+		}
 	}
 }
