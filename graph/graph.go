@@ -7,9 +7,9 @@ package graph
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 )
 
 // Graph is an undirected simple graph in compressed sparse row form.
@@ -19,7 +19,9 @@ type Graph struct {
 	Off    []int64
 	Adj    []int32
 	labels []string // labels[id]; nil means the label of id is its decimal id
-	index  map[string]int32
+	// index maps labels to ids; built on first use (concurrent builders
+	// build equal maps, and one of them is kept).
+	index atomic.Pointer[map[string]int32]
 }
 
 // Edge is an undirected pair of node ids.
@@ -39,74 +41,7 @@ var ErrEmpty = errors.New("graph has no edges")
 // returned stats. labels may be nil (labels are then the decimal ids) or have
 // length n. The edges slice is not retained.
 func FromEdges(n int, edges []Edge, labels []string) (*Graph, BuildStats, error) {
-	var st BuildStats
-	if n <= 0 {
-		return nil, st, ErrEmpty
-	}
-	if n > 1<<31-1 {
-		return nil, st, fmt.Errorf("graph: %d nodes exceed the int32 id range", n)
-	}
-	if labels != nil && len(labels) != n {
-		return nil, st, fmt.Errorf("graph: %d labels for %d nodes", len(labels), n)
-	}
-	deg := make([]int64, n+1)
-	for _, e := range edges {
-		if e.U < 0 || e.V < 0 || int(e.U) >= n || int(e.V) >= n {
-			return nil, st, fmt.Errorf("graph: edge (%d,%d) out of range [0,%d)", e.U, e.V, n)
-		}
-		if e.U == e.V {
-			st.SelfLoopsDropped++
-			continue
-		}
-		deg[e.U+1]++
-		deg[e.V+1]++
-	}
-	for i := 1; i <= n; i++ {
-		deg[i] += deg[i-1]
-	}
-	adj := make([]int32, deg[n])
-	fill := make([]int64, n)
-	copy(fill, deg[:n])
-	for _, e := range edges {
-		if e.U == e.V {
-			continue
-		}
-		adj[fill[e.U]] = e.V
-		fill[e.U]++
-		adj[fill[e.V]] = e.U
-		fill[e.V]++
-	}
-	fill = nil
-	// Sort each list and compact out repeats in place.
-	off := deg
-	var w int64
-	var dupHalves int64
-	start := int64(0)
-	for u := 0; u < n; u++ {
-		end := off[u+1]
-		nb := adj[start:end]
-		slices.Sort(nb)
-		off[u] = w
-		var prev int32 = -1
-		for _, v := range nb {
-			if v == prev {
-				dupHalves++
-				continue
-			}
-			adj[w] = v
-			w++
-			prev = v
-		}
-		start = end
-	}
-	off[n] = w
-	st.DuplicatesMerged = dupHalves / 2
-	if w == 0 {
-		return nil, st, ErrEmpty
-	}
-	adj = slices.Clip(adj[:w])
-	g := &Graph{Off: off, Adj: adj, labels: labels}
-	return g, st, nil
+	return fromEdgeChunks(n, [][]Edge{edges}, labels)
 }
 
 // N is the number of nodes.
@@ -164,25 +99,29 @@ func (g *Graph) ID(label string) (int32, bool) {
 		}
 		return int32(id), true
 	}
-	if g.index == nil {
-		g.buildIndex()
-	}
-	id, ok := g.index[label]
+	id, ok := (*g.labelIndex())[label]
 	return id, ok
 }
 
-func (g *Graph) buildIndex() {
+func (g *Graph) labelIndex() *map[string]int32 {
+	if p := g.index.Load(); p != nil {
+		return p
+	}
 	idx := make(map[string]int32, len(g.labels))
 	for i, l := range g.labels {
 		idx[l] = int32(i)
 	}
-	g.index = idx
+	if g.index.CompareAndSwap(nil, &idx) {
+		return &idx
+	}
+	return g.index.Load()
 }
 
-// WithIndex precomputes the label index so that ID is safe for concurrent use.
+// WithIndex precomputes the label index. (ID is safe for concurrent use
+// without it; the index is built on first use.)
 func (g *Graph) WithIndex() *Graph {
-	if g.labels != nil && g.index == nil {
-		g.buildIndex()
+	if g.labels != nil {
+		g.labelIndex()
 	}
 	return g
 }
@@ -225,5 +164,7 @@ func (g *Graph) Without(remove func(u, v int32) bool) *Graph {
 		}
 	}
 	off[n] = int64(len(adj))
-	return &Graph{Off: off, Adj: slices.Clip(adj), labels: g.labels, index: g.index}
+	h := &Graph{Off: off, Adj: slices.Clip(adj), labels: g.labels}
+	h.index.Store(g.index.Load())
+	return h
 }

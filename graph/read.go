@@ -1,8 +1,6 @@
 package graph
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -83,10 +81,17 @@ func OpenProgress(path string, progress func(n int)) (io.Reader, io.Closer, erro
 		zr, err := gzip.NewReader(src)
 		if err != nil {
 			f.Close()
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, nil, fmt.Errorf("%s: %w (it ends inside the gzip header)", path, ErrTruncated)
+			}
 			return nil, nil, fmt.Errorf("%s: not a valid gzip file: %w", path, err)
 		}
 		return zr, closers{zr, f}, nil
 	case strings.HasSuffix(path, ".zst"):
+		if st, err := f.Stat(); err == nil && st.Size() == 0 && st.Mode().IsRegular() {
+			f.Close()
+			return nil, nil, fmt.Errorf("%s: %w (the file is empty)", path, ErrTruncated)
+		}
 		zr, err := zstd.NewReader(src)
 		if err != nil {
 			f.Close()
@@ -123,56 +128,23 @@ func ReadFile(path string) (*Graph, *ReadReport, error) {
 	return Parse(r, path)
 }
 
-// Parse reads an edge list: one pair per line, separated by whitespace or
-// commas; lines starting with '#' or '%' and blank lines are skipped; columns
-// after the second (weights) are ignored and counted. Labels are arbitrary
-// strings mapped to dense ids in order of first appearance. name is used in
-// error messages, which name the line and the problem.
+// Parse reads an edge list: one pair per line, in the line syntax described
+// in lines.go (LF, CRLF or CR line ends; an initial byte-order mark skipped;
+// fields separated by whitespace or commas; '#' and '%' comment lines; every
+// field valid UTF-8 without NUL or '"'). Columns after the second (weights)
+// are ignored and counted. Labels are arbitrary strings mapped to dense ids in
+// order of first appearance. name is used in error messages, which name the
+// line and the problem. The input is tokenized in parallel on all cores.
 func Parse(r io.Reader, name string) (*Graph, *ReadReport, error) {
 	rep := &ReadReport{Name: name}
-	index := make(map[string]int32)
-	var labels []string
-	var edges []Edge
-	id := func(tok []byte) (int32, error) {
-		if v, ok := index[string(tok)]; ok {
-			return v, nil
-		}
-		if len(labels) == 1<<31-1 {
-			return 0, errors.New("more than 2^31-1 distinct node labels")
-		}
-		s := string(tok)
-		v := int32(len(labels))
-		index[s] = v
-		labels = append(labels, s)
-		return v, nil
-	}
-	lines, err := ScanPairs(r, name, func(line int64, a, b []byte, extra bool) error {
-		if extra {
-			if rep.ExtraColumnLines == 0 {
-				rep.FirstExtraColumn = line
-			}
-			rep.ExtraColumnLines++
-		}
-		x, err := id(a)
-		if err != nil {
-			return err
-		}
-		y, err := id(b)
-		if err != nil {
-			return err
-		}
-		rep.EdgeLines++
-		edges = append(edges, Edge{x, y})
-		return nil
-	})
-	rep.Lines = lines
+	chunks, labels, index, err := parseEdges(r, name, rep)
 	if err != nil {
 		return nil, rep, err
 	}
-	if len(edges) == 0 {
+	if rep.EdgeLines == 0 {
 		return nil, rep, fmt.Errorf("%s: %w (no edge lines in %d lines)", name, ErrEmpty, rep.Lines)
 	}
-	g, st, err := FromEdges(len(labels), edges, labels)
+	g, st, err := fromEdgeChunks(len(labels), chunks, labels)
 	rep.BuildStats = st
 	if err != nil {
 		if errors.Is(err, ErrEmpty) {
@@ -180,7 +152,9 @@ func Parse(r io.Reader, name string) (*Graph, *ReadReport, error) {
 		}
 		return nil, rep, fmt.Errorf("%s: %w", name, err)
 	}
-	g.index = index
+	if index != nil {
+		g.index.Store(&index)
+	}
 	return g, rep, nil
 }
 
@@ -190,87 +164,54 @@ func Parse(r io.Reader, name string) (*Graph, *ReadReport, error) {
 // returned by fn is wrapped as a *LineError for that line. It returns the
 // number of lines read.
 func ScanPairs(r io.Reader, name string, fn func(line int64, a, b []byte, extra bool) error) (int64, error) {
-	return scan(r, name, func(line int64, a, b, c []byte, more bool) error { return fn(line, a, b, c != nil) })
+	return scan(r, name, func(line int64, f *lineFields) error { return fn(line, f.tok[0], f.tok[1], f.n > 2) })
 }
 
 // ScanTriples is ScanPairs that also passes the third field (nil when the
 // line has only two); further columns are ignored.
 func ScanTriples(r io.Reader, name string, fn func(line int64, a, b, c []byte) error) (int64, error) {
-	return scan(r, name, func(line int64, a, b, c []byte, _ bool) error { return fn(line, a, b, c) })
+	return scan(r, name, func(line int64, f *lineFields) error {
+		var c []byte
+		if f.n > 2 {
+			c = f.tok[2]
+		}
+		return fn(line, f.tok[0], f.tok[1], c)
+	})
 }
 
-func scan(r io.Reader, name string, fn func(line int64, a, b, c []byte, more bool) error) (int64, error) {
-	br := bufio.NewReaderSize(r, 1<<20)
-	var long []byte
+// scan is the serial reader behind ScanPairs and ScanTriples.
+func scan(r io.Reader, name string, fn func(line int64, f *lineFields) error) (int64, error) {
+	br := &blockReader{r: r}
+	var buf []byte
 	var n int64
+	var f lineFields
 	for {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			long = append(long[:0], line...)
-			for err == bufio.ErrBufferFull {
-				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
-		if len(line) > 0 {
+		data, rerr := br.next(buf, parseBlockSize)
+		for i := 0; i < len(data); {
+			i = nextLine(data, i, &f)
 			n++
-			if perr := scanLine(line, n, name, fn); perr != nil {
-				return n, perr
+			if f.n == 0 && f.msg == "" {
+				continue
+			}
+			if msg := f.check(); msg != "" {
+				return n, &LineError{name, n, msg}
+			}
+			if err := fn(n, &f); err != nil {
+				var le *LineError
+				if errors.As(err, &le) {
+					return n, err
+				}
+				return n, &LineError{name, n, err.Error()}
 			}
 		}
-		if err == io.EOF {
+		if rerr == io.EOF {
 			return n, nil
 		}
-		if err != nil {
-			return n, fmt.Errorf("%s: read error after line %d: %w", name, n, err)
+		if rerr != nil {
+			return n, readError(name, n, rerr)
 		}
+		buf = data[:0]
 	}
-}
-
-func isSep(c byte) bool {
-	return c == ' ' || c == '\t' || c == ',' || c == '\r' || c == '\n' || c == '\v' || c == '\f'
-}
-
-// scanLine handles one line; fields are runs of non-separator bytes.
-func scanLine(line []byte, n int64, name string, fn func(int64, []byte, []byte, []byte, bool) error) error {
-	i := 0
-	for i < len(line) && isSep(line[i]) {
-		i++
-	}
-	if i == len(line) || line[i] == '#' || line[i] == '%' {
-		return nil
-	}
-	var tok [3][]byte
-	k := 0
-	for i < len(line) {
-		j := i
-		for j < len(line) && !isSep(line[j]) {
-			j++
-		}
-		if k < 3 {
-			tok[k] = line[i:j]
-		}
-		k++
-		for j < len(line) && isSep(line[j]) {
-			j++
-		}
-		i = j
-	}
-	if k < 2 {
-		return &LineError{name, n, fmt.Sprintf("expected two node labels, found one field %q", clip(tok[0]))}
-	}
-	if bytes.IndexByte(tok[0], 0) >= 0 || bytes.IndexByte(tok[1], 0) >= 0 {
-		return &LineError{name, n, "NUL byte in a node label (binary file?)"}
-	}
-	if err := fn(n, tok[0], tok[1], tok[2], k > 3); err != nil {
-		var le *LineError
-		if errors.As(err, &le) {
-			return err
-		}
-		return &LineError{name, n, err.Error()}
-	}
-	return nil
 }
 
 func clip(b []byte) string {

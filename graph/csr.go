@@ -1,0 +1,263 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// fromEdgeChunks is FromEdges on an edge list given in pieces (the parser's
+// blocks); the chunks are not retained.
+func fromEdgeChunks(n int, chunks [][]Edge, labels []string) (*Graph, BuildStats, error) {
+	var st BuildStats
+	if n <= 0 {
+		return nil, st, ErrEmpty
+	}
+	if n > 1<<31-1 {
+		return nil, st, fmt.Errorf("graph: %d nodes exceed the int32 id range", n)
+	}
+	if labels != nil && len(labels) != n {
+		return nil, st, fmt.Errorf("graph: %d labels for %d nodes", len(labels), n)
+	}
+	deg := make([]int64, n+1)
+	for _, edges := range chunks {
+		for _, e := range edges {
+			if e.U < 0 || e.V < 0 || int(e.U) >= n || int(e.V) >= n {
+				return nil, st, fmt.Errorf("graph: edge (%d,%d) out of range [0,%d)", e.U, e.V, n)
+			}
+			if e.U == e.V {
+				st.SelfLoopsDropped++
+				continue
+			}
+			deg[e.U+1]++
+			deg[e.V+1]++
+		}
+	}
+	for i := 1; i <= n; i++ {
+		deg[i] += deg[i-1]
+	}
+	adj := make([]int32, deg[n])
+	fill := make([]int64, n)
+	copy(fill, deg[:n])
+	for _, edges := range chunks {
+		for _, e := range edges {
+			if e.U == e.V {
+				continue
+			}
+			adj[fill[e.U]] = e.V
+			fill[e.U]++
+			adj[fill[e.V]] = e.U
+			fill[e.V]++
+		}
+	}
+	// Sort each list and drop repeats within its own segment, in parallel;
+	// fill[u] becomes the deduplicated length of u's list.
+	off := deg
+	dupHalves := parallelNodes(n, off, func(lo, hi int) int64 {
+		var dups int64
+		for u := lo; u < hi; u++ {
+			nb := adj[off[u]:off[u+1]]
+			slices.Sort(nb)
+			w := 0
+			for i, v := range nb {
+				if i > 0 && v == nb[w-1] {
+					continue
+				}
+				nb[w] = v
+				w++
+			}
+			dups += int64(len(nb) - w)
+			fill[u] = int64(w)
+		}
+		return dups
+	})
+	if dupHalves > 0 {
+		// Close the gaps left by repeats.
+		var w int64
+		for u := 0; u < n; u++ {
+			start := off[u]
+			off[u] = w
+			copy(adj[w:], adj[start:start+fill[u]])
+			w += fill[u]
+		}
+		off[n] = w
+		adj = slices.Clip(adj[:w])
+	}
+	st.DuplicatesMerged = dupHalves / 2
+	if off[n] == 0 {
+		return nil, st, ErrEmpty
+	}
+	return &Graph{Off: off, Adj: adj, labels: labels}, st, nil
+}
+
+// parallelNodes runs fn over node ranges [lo, hi) covering [0, n) on all
+// cores, ranges cut so each holds about the same number of entries of off,
+// and returns the sum of fn's results.
+func parallelNodes(n int, off []int64, fn func(lo, hi int) int64) int64 {
+	workers := runtime.GOMAXPROCS(0)
+	total := off[n]
+	if workers == 1 || total < 1<<16 {
+		return fn(0, n)
+	}
+	// Ranges of about total/(8*workers) entries, claimed in order.
+	step := max(total/int64(8*workers), 1)
+	var cuts []int
+	for u, next := 0, step; u < n; {
+		v, _ := slices.BinarySearch(off[u+1:n+1], next)
+		v = min(v+u+1, n)
+		cuts = append(cuts, v)
+		u = v
+		next = off[v] + step
+	}
+	var claim atomic.Int64
+	var sum atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var s int64
+			for {
+				i := int(claim.Add(1)) - 1
+				if i >= len(cuts) {
+					break
+				}
+				lo := 0
+				if i > 0 {
+					lo = cuts[i-1]
+				}
+				s += fn(lo, cuts[i])
+			}
+			sum.Add(s)
+		}()
+	}
+	wg.Wait()
+	return sum.Load()
+}
+
+// FromCSR makes a graph of the given CSR arrays and labels (nil: labels are
+// the decimal ids), which the graph then owns. It checks every invariant of
+// Graph and returns an error, never panics, when one fails: off starts at 0,
+// never decreases and ends at len(adj); every list is strictly increasing,
+// in range and without self-loops; the adjacency is symmetric; labels, if
+// given, number N and are distinct.
+func FromCSR(off []int64, adj []int32, labels []string) (*Graph, error) {
+	if len(off) < 2 {
+		return nil, errors.New("graph: CSR with no nodes")
+	}
+	n := len(off) - 1
+	if n > 1<<31-1 {
+		return nil, fmt.Errorf("graph: %d nodes exceed the int32 id range", n)
+	}
+	if off[0] != 0 || off[n] != int64(len(adj)) {
+		return nil, fmt.Errorf("graph: CSR offsets run from %d to %d for %d entries", off[0], off[n], len(adj))
+	}
+	for u := 0; u < n; u++ {
+		if off[u+1] < off[u] {
+			return nil, fmt.Errorf("graph: CSR offsets decrease at node %d", u)
+		}
+	}
+	if labels != nil && len(labels) != n {
+		return nil, fmt.Errorf("graph: %d labels for %d nodes", len(labels), n)
+	}
+	var bad atomic.Int64
+	bad.Store(-1)
+	parallelNodes(n, off, func(lo, hi int) int64 {
+		for u := lo; u < hi; u++ {
+			prev := int32(-1)
+			for _, v := range adj[off[u]:off[u+1]] {
+				if v <= prev || v >= int32(n) || v == int32(u) {
+					bad.CompareAndSwap(-1, int64(u))
+					return 0
+				}
+				prev = v
+			}
+		}
+		return 0
+	})
+	if u := bad.Load(); u >= 0 {
+		return nil, fmt.Errorf("graph: neighbour list of node %d is not strictly increasing within [0,%d) without self-loops", u, n)
+	}
+	if u, ok := symmetric(off, adj); !ok {
+		return nil, fmt.Errorf("graph: adjacency is not symmetric at node %d", u)
+	}
+	if labels != nil {
+		if i, j, ok := distinct(labels); !ok {
+			return nil, fmt.Errorf("graph: nodes %d and %d have the same label %q", i, j, labels[i])
+		}
+	}
+	return &Graph{Off: off, Adj: adj, labels: labels}, nil
+}
+
+// symmetric checks that v is in N(u) exactly when u is in N(v), for a CSR
+// whose lists are strictly increasing, in O(entries): going through u in
+// increasing order, the pairs (u, v) with v > u must meet the entries below v
+// of N(v) in order. It returns the first node where this fails.
+func symmetric(off []int64, adj []int32) (int32, bool) {
+	n := len(off) - 1
+	ptr := make([]int64, n)
+	copy(ptr, off[:n])
+	for u := 0; u < n; u++ {
+		// Every entry of N(u) below u was matched by an earlier node.
+		if p := ptr[u]; p < off[u+1] && adj[p] < int32(u) {
+			return int32(u), false
+		}
+		for _, v := range adj[off[u]:off[u+1]] {
+			if v <= int32(u) {
+				continue
+			}
+			p := ptr[v]
+			if p >= off[v+1] || adj[p] != int32(u) {
+				return int32(u), false
+			}
+			ptr[v] = p + 1
+		}
+	}
+	return 0, true
+}
+
+// distinct reports whether all labels differ, and otherwise two equal ones.
+// It sorts 64-bit hashes and compares strings only on equal hashes.
+func distinct(labels []string) (int, int, bool) {
+	type hi struct {
+		h uint64
+		i int32
+	}
+	seed := maphash.MakeSeed()
+	hs := make([]hi, len(labels))
+	for i, l := range labels {
+		hs[i] = hi{maphash.String(seed, l), int32(i)}
+	}
+	slices.SortFunc(hs, func(a, b hi) int {
+		switch {
+		case a.h < b.h:
+			return -1
+		case a.h > b.h:
+			return 1
+		}
+		return int(a.i - b.i)
+	})
+	for k := 1; k < len(hs); k++ {
+		if hs[k].h != hs[k-1].h {
+			continue
+		}
+		// Equal hashes: compare the run of strings exactly.
+		j := k
+		for j < len(hs) && hs[j].h == hs[k-1].h {
+			j++
+		}
+		seen := map[string]int32{}
+		for _, x := range hs[k-1 : j] {
+			if p, ok := seen[labels[x.i]]; ok {
+				return int(p), int(x.i), false
+			}
+			seen[labels[x.i]] = x.i
+		}
+		k = j
+	}
+	return 0, 0, true
+}
