@@ -184,26 +184,39 @@ func TestTrainRecommendDemo(t *testing.T) {
 	if !strings.Contains(out, "held-out AUC") || !strings.Contains(stderr, "epoch   1") {
 		t.Fatalf("train output %q %q", out, stderr)
 	}
-	ledger := filepath.Join(dir, "ledger.json")
-	args := []string{"recommend", "--model", mp, "--graph", g, "--protected", prot, "--user", "0,7", "--k", "5", "--seed", "3", "--ledger", ledger}
-	out, _, err = run(t, args...)
+	store := "sqlite:" + filepath.Join(dir, "ledger.db")
+	args := []string{"recommend", "--model", mp, "--graph", g, "--protected", prot, "--user", "0,7", "--k", "5", "--seed", "3", "--store", store}
+	out, stderr, err = run(t, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "eps_p 0.5") || !strings.Contains(out, "NOT for deployment") || !strings.Contains(out, "2.5 per fresh list") {
+	if !strings.Contains(out, "eps_p 0.5") || !strings.Contains(out, "NOT for deployment") || !strings.Contains(out, "K x eps_p = 2.5 per fresh list") {
 		t.Fatalf("recommend header: %s", out)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 3 || len(strings.Fields(strings.SplitN(lines[1], ":", 2)[1])) != 5 {
+	if len(lines) != 3 || len(strings.Fields(strings.SplitN(lines[1], ":", 2)[1])) != 5 || !strings.Contains(lines[1], "[seeded, not for deployment]") {
 		t.Fatalf("recommend lists: %q", lines)
 	}
-	// Asking again re-serves the same lists at no cost.
-	out2, _, err := run(t, args...)
-	if err != nil || !strings.Contains(out2, "re-served, no cost") || !strings.Contains(out2, "0 spent in this run") {
-		t.Fatalf("second run: %v\n%s", err, out2)
+	if !strings.Contains(stderr, "2 fresh lists charged") {
+		t.Fatalf("recommend summary: %s", stderr)
 	}
-	if strings.Split(out2, "\n")[1][len("0 (re-served, no cost)"):] != strings.Split(out, "\n")[1][len("0"):] {
+	// Asking again re-serves the same lists at no cost.
+	out2, stderr2, err := run(t, args...)
+	if err != nil || !strings.Contains(out2, "re-served, no cost") || !strings.Contains(stderr2, "0 fresh lists charged (0 eps in all), 2 re-served") {
+		t.Fatalf("second run: %v\n%s\n%s", err, out2, stderr2)
+	}
+	list := func(line string) string { return strings.TrimSpace(strings.SplitN(line, ":", 2)[1]) }
+	if list(strings.Split(out2, "\n")[1]) != list(strings.Split(out, "\n")[1]) {
 		t.Fatalf("re-served list differs:\n%s\n%s", out, out2)
+	}
+	// Another K is another release, not the K = 5 list re-served.
+	out3, _, err := run(t, "recommend", "--model", mp, "--graph", g, "--protected", prot, "--user", "0", "--k", "3", "--seed", "3", "--store", store)
+	if err != nil || strings.Contains(out3, "re-served") || len(strings.Fields(list(strings.Split(out3, "\n")[1]))) != 3 {
+		t.Fatalf("K = 3 after K = 5: %v\n%s", err, out3)
+	}
+	// Marks drawn from the private graph are refused for releases.
+	if _, _, err := run(t, "recommend", "--model", mp, "--graph", g, "--sigma", "0.3", "--user", "0", "--store", store); err == nil || !strings.Contains(err.Error(), "simulation") {
+		t.Fatalf("recommend --sigma accepted: %v", err)
 	}
 	// A corrupted model is refused.
 	raw, _ := os.ReadFile(mp)

@@ -2,235 +2,249 @@ package cli
 
 import (
 	"bufio"
-	"crypto/sha256"
+	"context"
 	"encoding/csv"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
-	"os"
-	"runtime"
+	"math"
 	"strconv"
 	"strings"
 
-	"github.com/dplp/dplp/account"
-	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/internal/progress"
+	"github.com/dplp/dplp/ledger"
 	"github.com/dplp/dplp/model"
-	"github.com/dplp/dplp/predict"
-	"github.com/dplp/dplp/randx"
-	"github.com/dplp/dplp/score"
+	"github.com/dplp/dplp/release"
 	"github.com/spf13/cobra"
 )
 
-type recRow struct {
-	user string
-	list []string
-	cost float64 // 0 when re-served from the ledger
+// recOptions are the flags of recommend.
+type recOptions struct {
+	modelPath, graph, format, store string
+	k                               int
+	seed                            uint64
+	fresh                           bool
+	budget                          float64
+	qf                              queryFlags
+	pf                              protFlags
+	predf                           predFlags
 }
 
 func newRecommendCmd() *cobra.Command {
-	var (
-		modelPath, path, format, ledgerPath string
-		k                                   int
-		seed                                uint64
-		fresh                               bool
-		qf                                  queryFlags
-		pf                                  protFlags
-		predf                               predFlags
-	)
+	var o recOptions
 	cmd := &cobra.Command{
-		Use:   "recommend --model MODEL --graph FILE --protected FILE (--user LABEL ... | --all) --k K",
+		Use:   "recommend --model MODEL --graph FILE --protected FILE (--user LABEL ... | --all) --k K [--store S]",
 		Short: "Release private top-K recommendations with a trained DPLP model",
 		Long: `For each user, scores every candidate (non-neighbour) on the graph, applies the
 model's compiled monotone transform, and releases a top-K list with the
 exponential mechanism (Gumbel top-K) at noise scale 2 Delta_f(u) / eps_p, where
 Delta_f(u) is computed exactly from the model's table and the user's invariant
-Delta_s(u) and S_max(u). A list of K costs K x eps_p for that user; the output
-states eps_p, K and the total spent. Noise is crypto-seeded unless --seed is
-given (the output then says it is seeded and not for deployment).
+Delta_s(u) and S_max(u). A list costs eps_p per random pick (K x eps_p; 0 when
+no protected pair can reach the user's scores; fewer picks when the user has
+fewer than K candidates).
 
-With --ledger FILE, releases are recorded per user: asking again for a user who
-already received a list from this model re-serves it at no cost (--fresh
-samples anew and is charged again).`,
+Every fresh list is charged to the ledger store (--store, default
+sqlite:dplp-ledger.db) in one transaction before it is printed; asking again
+for a user who already received a list from this model at this K re-serves it
+at no cost (--fresh samples and charges anew). --user-budget caps each user's
+total eps: a list that would exceed it is refused and not released.
+
+Lists are printed in user order as they are ready (streaming, bounded memory).
+Noise is crypto-seeded unless --seed is given: then every user's generator is
+derived from (seed, user label), so output is identical at any core count, and
+the output and the ledger say the lists are seeded and NOT for deployment.
+
+Marks must come from --protected FILE (or a snapshot that carries them):
+marks drawn from the private graph itself (--sigma) are a simulation and are
+refused here; use them with demo, experiment or attack.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if k < 1 {
-				return fmt.Errorf("--k must be >= 1, got %d", k)
-			}
-			if format != "table" && format != "csv" && format != "jsonl" {
-				return fmt.Errorf("--format must be table, csv or jsonl, got %q", format)
-			}
-			if modelPath == "" {
-				return fmt.Errorf("--model MODEL is required")
-			}
-			m, err := model.Load(modelPath)
-			if err != nil {
-				return err
-			}
-			raw, err := os.ReadFile(modelPath)
-			if err != nil {
-				return err
-			}
-			sum := sha256.Sum256(raw)
-			key := "model:" + hex.EncodeToString(sum[:8])
-			if _, err := predict.Parse(m.Score); err != nil {
-				return fmt.Errorf("%s: %w", modelPath, err)
-			}
-			g, _, err := loadGraph(cmd, path)
-			if err != nil {
-				return err
-			}
-			prot, err := pf.load(g, false)
-			if err != nil {
-				return err
-			}
-			users, err := qf.resolve(g, "user")
-			if err != nil {
-				return err
-			}
-			var ledger *account.Ledger
-			if ledgerPath != "" {
-				if ledger, err = account.Load(ledgerPath); err != nil {
-					return err
-				}
-			}
-			var seedPtr *uint64
-			if cmd.Flags().Changed("seed") {
-				seedPtr = &seed
-			}
-			_, src := randx.New(seedPtr)
-			sc, err := predf.fit(m.Score, g, prot)
-			if err != nil {
-				return err
-			}
-			sk := sc.Name()
-			cfg := calib.Config{Method: calib.Exponential, Kind: sc.Kind(), Eps: m.EpsP, Transform: m}
-			if err := cfg.Validate(); err != nil {
-				return err
-			}
-			nw := runtime.GOMAXPROCS(0)
-			rngs := make([]*rand.Rand, nw)
-			for i := range rngs {
-				if seedPtr != nil {
-					rngs[i] = randx.Derive(seed, uint64(i))
-				} else {
-					rngs[i] = randx.Crypto()
-				}
-			}
-			pos := make(map[int32]int, len(users))
-			for i, u := range users {
-				pos[u] = i
-			}
-			rows := make([]recRow, len(users))
-			todo := make([]int32, 0, len(users))
-			for i, u := range users {
-				rows[i].user = g.Label(u)
-				if ledger != nil && !fresh {
-					if list, ok := ledger.Lookup(rows[i].user, key); ok {
-						rows[i].list = list
-						continue
-					}
-				}
-				todo = append(todo, u)
-			}
-			rels := make([]calib.Releaser, nw)
-			errs := make([]error, nw)
-			bar := progress.New(int64(len(todo)), "recommending")
-			err = sc.EachWorker(todo, func(w int, wk *score.Worker, r *score.Result) {
-				plan := cfg.Plan(calib.QueryOf(r))
-				ids, e := rels[w].Release(&plan, wk, r, k, rngs[w], nil)
-				if e != nil {
-					errs[w] = e
-					return
-				}
-				row := &rows[pos[r.U]]
-				for _, v := range ids {
-					row.list = append(row.list, g.Label(v))
-				}
-				row.cost = float64(k) * m.EpsP
-				bar.Add(1)
-			})
-			bar.Finish()
-			if err != nil {
-				return err
-			}
-			for _, e := range errs {
-				if e != nil {
-					return e
-				}
-			}
-			var spent float64
-			for i := range rows {
-				if rows[i].cost > 0 {
-					spent += rows[i].cost
-					if ledger != nil {
-						if _, err := ledger.Record(rows[i].user, key, m.EpsP, k, rows[i].list); err != nil {
-							return err
-						}
-					}
-				}
-			}
-			if ledger != nil {
-				if err := ledger.Save(ledgerPath); err != nil {
-					return err
-				}
-			}
-			header := fmt.Sprintf("private top-%d by DPLP (%s on %s, exponential mechanism): eps_p %g per pick, K %d, K x eps_p = %g per fresh list, %g spent in this run over %d fresh lists; %s",
-				k, m.Variant, sk, m.EpsP, k, float64(k)*m.EpsP, spent, len(todo), src)
-			if ledger != nil {
-				header += fmt.Sprintf("; ledger %s: largest per-user total %g", ledgerPath, ledger.MaxSpent())
-			}
-			return writeRecs(cmd, format, header, rows, m.EpsP, k)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&modelPath, "model", "", "model file written by dplp train")
-	f.StringVar(&path, "graph", "", "edge list file (the current, private graph)")
-	f.IntVar(&k, "k", 30, "recommendations per user (>= 1)")
-	f.StringVar(&format, "format", "table", "output: table, csv or jsonl")
-	f.Uint64Var(&seed, "seed", 0, "seed the noise (reproducible, NOT for deployment); default crypto-seeded")
-	f.StringVar(&ledgerPath, "ledger", "", "privacy budget ledger file (created if missing)")
-	f.BoolVar(&fresh, "fresh", false, "with --ledger: sample anew even if a list was released before (charged again)")
-	qf.register(cmd, "user")
-	pf.register(cmd, "protect-seed")
-	predf.register(cmd)
+	f.StringVar(&o.modelPath, "model", "", "model file written by dplp train (required)")
+	f.StringVar(&o.graph, "graph", "", "edge list or snapshot (the current, private graph; required)")
+	f.IntVar(&o.k, "k", 30, "recommendations per user (>= 1)")
+	f.StringVar(&o.format, "format", "table", "output: table, csv or jsonl")
+	f.Uint64Var(&o.seed, "seed", 0, "seed the noise (reproducible, NOT for deployment); default crypto-seeded")
+	f.StringVar(&o.store, "store", "sqlite:dplp-ledger.db", "budget ledger: sqlite:PATH or a postgres:// DSN")
+	f.Float64Var(&o.budget, "user-budget", math.Inf(1), "cap on each user's total eps (default: no cap)")
+	f.BoolVar(&o.fresh, "fresh", false, "sample anew even if a list was released before (charged again)")
+	o.qf.register(cmd, "user")
+	o.pf.register(cmd, "protect-seed")
+	o.predf.register(cmd)
 	return cmd
 }
 
-func writeRecs(cmd *cobra.Command, format, header string, rows []recRow, eps float64, k int) error {
-	bw := bufio.NewWriter(cmd.OutOrStdout())
+func (o *recOptions) validate(cmd *cobra.Command) error {
+	if o.k < 1 {
+		return fmt.Errorf("--k must be >= 1, got %d", o.k)
+	}
+	if o.format != "table" && o.format != "csv" && o.format != "jsonl" {
+		return fmt.Errorf("--format must be table, csv or jsonl, got %q", o.format)
+	}
+	if o.modelPath == "" {
+		return fmt.Errorf("--model MODEL is required")
+	}
+	if !(o.budget >= 0) {
+		return fmt.Errorf("--user-budget must be a number >= 0, got %v", o.budget)
+	}
+	if cmd.Flags().Changed("sigma") {
+		return fmt.Errorf("--sigma draws marks from the private graph itself: a simulation without a guarantee, refused for releases; give --protected FILE (or use demo, experiment or attack to simulate)")
+	}
+	return nil
+}
+
+// recLine is one JSONL output line (the Beam pipeline writes the same).
+type recLine struct {
+	User            string   `json:"user"`
+	Recommendations []string `json:"recommendations"`
+	K               int      `json:"k"`
+	EpsP            float64  `json:"eps_p"`
+	Cost            float64  `json:"cost"`
+	Seeded          bool     `json:"seeded"`
+}
+
+func (o *recOptions) run(cmd *cobra.Command) error {
+	if err := o.validate(cmd); err != nil {
+		return err
+	}
+	m, err := model.Load(o.modelPath)
+	if err != nil {
+		return err
+	}
+	g, _, err := loadGraph(cmd, o.graph)
+	if err != nil {
+		return err
+	}
+	prot, err := o.pf.load(g, false)
+	if err != nil {
+		return err
+	}
+	users, err := o.qf.resolve(g, "user")
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	st, err := ledger.Open(ctx, o.store)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	opts := []release.Option{release.WithStore(st), release.WithFresh(o.fresh), release.WithCap(ledger.Cap{Eps: o.budget, Rho: math.Inf(1)})}
+	if cmd.Flags().Changed("seed") {
+		opts = append(opts, release.WithSeed(o.seed))
+	}
+	sc, err := o.predf.fit(m.Score, g, prot)
+	if err != nil {
+		return fmt.Errorf("%s: %w", o.modelPath, err)
+	}
+	opts = append(opts, release.WithScorer(sc))
+	rec, err := release.New(m, g, prot, opts...)
+	if err != nil {
+		return err
+	}
+	src := "crypto-seeded generator"
+	if rec.Seeded() {
+		src = fmt.Sprintf("seeded generator (seed %d, per-user streams): reproducible, NOT for deployment", o.seed)
+	}
+	header := fmt.Sprintf("private top-%d by DPLP (%s on %s, exponential mechanism): eps_p %g per random pick, at most K x eps_p = %g per fresh list; ledger %s; %s",
+		o.k, m.Variant, sc.Name(), m.EpsP, float64(o.k)*m.EpsP, o.store, src)
+	w := newRecWriter(cmd, o.format, header, m.EpsP)
+	bar := progress.New(int64(len(users)), "recommending")
+	var spent float64
+	var fresh, refused int
+	err = rec.Stream(ctx, users, o.k, func(_ int, r release.Result) error {
+		bar.Add(1)
+		if r.Err != nil {
+			refused++
+			fmt.Fprintf(cmd.ErrOrStderr(), "refused: %v\n", r.Err)
+			return nil
+		}
+		if r.Fresh {
+			fresh++
+			spent += r.Cost
+		}
+		if r.Notice != "" && r.Fresh {
+			fmt.Fprintf(cmd.ErrOrStderr(), "notice: user %s: %s\n", r.User, r.Notice)
+		}
+		return w.write(r)
+	})
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	if err := w.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "%d fresh lists charged (%g eps in all), %d re-served at no cost, %d refused by the cap\n", fresh, spent, len(users)-fresh-refused, refused)
+	if refused > 0 {
+		return exitCode(3)
+	}
+	return nil
+}
+
+// recWriter prints results as they stream in.
+type recWriter struct {
+	bw     *bufio.Writer
+	format string
+	eps    float64
+	cw     *csv.Writer
+	enc    *json.Encoder
+}
+
+func newRecWriter(cmd *cobra.Command, format, header string, eps float64) *recWriter {
+	w := &recWriter{bw: bufio.NewWriter(cmd.OutOrStdout()), format: format, eps: eps}
 	switch format {
 	case "table":
-		fmt.Fprintln(bw, header)
-		for _, r := range rows {
-			tag := ""
-			if r.cost == 0 {
-				tag = " (re-served, no cost)"
-			}
-			fmt.Fprintf(bw, "%s%s: %s\n", r.user, tag, strings.Join(r.list, " "))
-		}
+		fmt.Fprintln(w.bw, header)
 	case "csv":
 		fmt.Fprintln(cmd.ErrOrStderr(), header)
-		cw := csv.NewWriter(bw)
-		cw.Write([]string{"user", "rank", "candidate", "eps_p", "k", "cost"})
-		for _, r := range rows {
-			for i, v := range r.list {
-				cw.Write([]string{r.user, strconv.Itoa(i + 1), v, strconv.FormatFloat(eps, 'g', -1, 64), strconv.Itoa(k), strconv.FormatFloat(r.cost, 'g', -1, 64)})
-			}
-		}
-		cw.Flush()
-		if err := cw.Error(); err != nil {
-			return err
-		}
+		w.cw = csv.NewWriter(w.bw)
+		w.cw.Write([]string{"user", "rank", "candidate", "eps_p", "k", "cost", "seeded"})
 	case "jsonl":
 		fmt.Fprintln(cmd.ErrOrStderr(), header)
-		enc := json.NewEncoder(bw)
-		for _, r := range rows {
-			if err := enc.Encode(map[string]any{"user": r.user, "recommendations": r.list, "eps_p": eps, "k": k, "cost": r.cost}); err != nil {
-				return err
-			}
+		w.enc = json.NewEncoder(w.bw)
+	}
+	return w
+}
+
+func (w *recWriter) write(r release.Result) error {
+	switch w.format {
+	case "table":
+		tag := ""
+		if !r.Fresh {
+			tag = " (re-served, no cost)"
+		}
+		if r.Seeded {
+			tag += " [seeded, not for deployment]"
+		}
+		fmt.Fprintf(w.bw, "%s%s: %s\n", r.User, tag, strings.Join(r.List, " "))
+	case "csv":
+		for i, v := range r.List {
+			w.cw.Write([]string{r.User, strconv.Itoa(i + 1), v, strconv.FormatFloat(w.eps, 'g', -1, 64), strconv.Itoa(r.K), strconv.FormatFloat(r.Cost, 'g', -1, 64), strconv.FormatBool(r.Seeded)})
+		}
+		return w.cw.Error()
+	case "jsonl":
+		return w.enc.Encode(recLine{User: r.User, Recommendations: nonNil(r.List), K: r.K, EpsP: w.eps, Cost: r.Cost, Seeded: r.Seeded})
+	}
+	return nil
+}
+
+func (w *recWriter) flush() error {
+	if w.cw != nil {
+		w.cw.Flush()
+		if err := w.cw.Error(); err != nil {
+			return err
 		}
 	}
-	return bw.Flush()
+	return w.bw.Flush()
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
