@@ -1,0 +1,323 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Release is one released top-K list: what was released, to whom, and what
+// it cost. A Release is immutable once recorded.
+type Release struct {
+	// ID is assigned by the store when the release is recorded; it is
+	// positive, unique within a store and never reused. Ignored by Charge.
+	ID int64
+	// User is the observer the list was released to (the query node u).
+	// Required: non-empty valid UTF-8 without NUL bytes.
+	User string
+	// Model identifies what produced the list: a model ID (checksum) or a
+	// description of the mechanism and its parameters. Latest looks releases
+	// up by (User, Model, K).
+	Model string
+	// K is the list length asked for (>= 1); EpsP the per-pick epsilon.
+	K    int
+	EpsP float64
+	// List is the released list, best first, len(List) <= K. Labels are
+	// arbitrary valid UTF-8 strings (including empty strings and NUL bytes)
+	// and are stored exactly.
+	List []string
+	// Cost is the pure-DP epsilon charged to User: at most K*EpsP, less when
+	// some picks are fixed by invariant data alone, 0 allowed; finite, >= 0.
+	Cost float64
+	// Rho is the zCDP rho charged to User (finite, >= 0).
+	Rho float64
+	// Seeded reports that the noise came from a seeded generator: such a
+	// release has NO privacy guarantee and must not be deployed. Every
+	// output derived from it must be able to say so.
+	Seeded bool
+	// IdemKey is "" or an idempotency key, unique per user: a second Charge
+	// with the same (User, IdemKey) returns the first release and charges
+	// nothing.
+	IdemKey string
+	// Time is when the release was made; Charge sets it to the current time
+	// when zero. Stored with nanosecond precision, returned in UTC.
+	Time time.Time
+	// Influencers are the protected parties whose protected pairs can change
+	// User's utilities; the release's Cost and Rho are added to exposure(w)
+	// for each of them. "*" means every party (and makes the other entries
+	// redundant: they are dropped). Duplicates are ignored. Empty means no
+	// protected pair can change the list (it is then 0-DP whatever its Cost).
+	Influencers []string
+}
+
+// Cap holds per-user caps on the total pure-DP epsilon and on the total zCDP
+// rho. math.Inf(1) means no cap; NaN and negative caps are invalid.
+type Cap struct{ Eps, Rho float64 }
+
+// Unlimited is the cap that refuses nothing.
+var Unlimited = Cap{math.Inf(1), math.Inf(1)}
+
+// ErrBudgetExhausted is the error a refused charge wraps: errors.Is(err,
+// ErrBudgetExhausted) holds and errors.As gives the *BudgetError.
+var ErrBudgetExhausted = errors.New("privacy budget exhausted")
+
+// ErrIdemConflict is returned (wrapped) when an idempotency key is reused by
+// the same user for a different (Model, K): the stored release is not the
+// answer to the new request.
+var ErrIdemConflict = errors.New("idempotency key already used for a different release")
+
+// ErrInvalid is wrapped by every error about an invalid argument.
+var ErrInvalid = errors.New("invalid argument")
+
+// BudgetError describes a refused charge. Nothing was recorded.
+type BudgetError struct {
+	User  string
+	Spent float64 // user's total pure epsilon before this charge
+	Cost  float64 // the epsilon asked for
+	Rho   float64 // user's total rho before this charge
+	RhoC  float64 // the rho asked for
+	Cap   Cap
+}
+
+func (e *BudgetError) Error() string {
+	if !(e.Spent+e.Cost <= e.Cap.Eps) {
+		return fmt.Sprintf("ledger: %v for user %q: spent eps %g + cost %g > cap %g", ErrBudgetExhausted, e.User, e.Spent, e.Cost, e.Cap.Eps)
+	}
+	return fmt.Sprintf("ledger: %v for user %q: rho %g + %g > cap %g", ErrBudgetExhausted, e.User, e.Rho, e.RhoC, e.Cap.Rho)
+}
+
+// Unwrap makes errors.Is(err, ErrBudgetExhausted) hold.
+func (e *BudgetError) Unwrap() error { return ErrBudgetExhausted }
+
+// Spend is one user's running totals.
+type Spend struct {
+	User     string
+	Spent    float64 // total pure-DP epsilon charged
+	Rho      float64 // total zCDP rho charged
+	Releases int     // number of recorded releases (0-cost ones included)
+	Seeded   int     // how many of them used a seeded generator (no guarantee)
+}
+
+// Exposure is what a coalition of users can learn about a protected party
+// (privacy-model §6): the sums of Cost and Rho over every release whose
+// Influencers contain Party or "*". The entry with Party "*" is the exposure
+// of every party not listed.
+type Exposure struct {
+	Party    string
+	Eps, Rho float64
+}
+
+// ChargeResult is the outcome of one item of a ChargeBatch: Release and Fresh
+// as Charge returns them, or Err (a *BudgetError, or an ErrInvalid /
+// ErrIdemConflict error) when the item was refused.
+type ChargeResult struct {
+	Release Release
+	Fresh   bool
+	Err     error
+}
+
+// Store is a durable privacy-budget ledger. All methods are safe for
+// concurrent use by goroutines, processes and replicas sharing the store.
+type Store interface {
+	// Charge records a fresh release, in ONE transaction:
+	//   - if r.IdemKey != "" and (r.User, r.IdemKey) is already recorded, it
+	//     returns the stored release with fresh=false and charges nothing
+	//     (ErrIdemConflict if the stored release has another Model or K);
+	//   - otherwise, if spent(user)+r.Cost > cap.Eps or rho(user)+r.Rho >
+	//     cap.Rho, it returns a *BudgetError and records nothing;
+	//   - otherwise it records the release, adds r.Cost and r.Rho to the
+	//     user's totals and to exposure(w) for every influencer w, and commits.
+	// It returns (stored release with ID and Time set, true, nil) only after
+	// the commit is durable. Invalid releases or caps give an ErrInvalid error.
+	Charge(ctx context.Context, r Release, cap Cap) (Release, bool, error)
+	// ChargeBatch charges many releases (of any users) in one transaction,
+	// in order, each exactly as Charge would given the ones before it.
+	// Refused items get Err set and do not abort the others. The error is
+	// non-nil only when the transaction itself failed (then nothing was
+	// recorded and the results are nil).
+	ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]ChargeResult, error)
+	// Latest returns the newest release of (user, model, k): the list to
+	// serve again at no cost (re-serving is post-processing).
+	Latest(ctx context.Context, user, model string, k int) (Release, bool, error)
+	// Budget returns the user's totals (zero for an unknown user).
+	Budget(ctx context.Context, user string) (Spend, error)
+	// Users returns the totals of every user with at least one release,
+	// sorted by user (byte order).
+	Users(ctx context.Context) ([]Spend, error)
+	// Exposure returns exposure(w) = row(w) + row("*") for every party w
+	// named in some release, plus the "*" row itself, largest Eps first (ties:
+	// larger Rho, then party); the first top entries when top > 0.
+	Exposure(ctx context.Context, top int) ([]Exposure, error)
+
+	// PutToken stores (replaces) the hash of user's service token. Tokens
+	// are never stored in clear.
+	PutToken(ctx context.Context, user string, hash []byte) error
+	// TokenHash returns the stored hash of user's token.
+	TokenHash(ctx context.Context, user string) ([]byte, bool, error)
+	// RevokeToken deletes user's token (no error if there is none).
+	RevokeToken(ctx context.Context, user string) error
+	// SetMarks replaces user's own protected labels (sorted, deduplicated;
+	// empty deletes them).
+	SetMarks(ctx context.Context, user string, marks []string) error
+	// Marks returns every user's protected labels.
+	Marks(ctx context.Context) (map[string][]string, error)
+
+	// SchemaVersion returns the store's schema version.
+	SchemaVersion(ctx context.Context) (int, error)
+	// Close releases the store's connections.
+	Close() error
+}
+
+// Open opens (creating and migrating when needed) the store named by dsn:
+//
+//	sqlite:PATH                      SQLite file PATH (created if missing)
+//	sqlite:PATH?synchronous=normal   faster, see OpenSQLite
+//	postgres://... postgresql://...  a PostgreSQL database (pgx syntax)
+func Open(ctx context.Context, dsn string) (Store, error) {
+	s, err := openAt(ctx, dsn, LatestSchema)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// openAt is Open migrating only up to schema version upto (tests).
+func openAt(ctx context.Context, dsn string, upto int) (*sqlStore, error) {
+	switch {
+	case strings.HasPrefix(dsn, "sqlite:"):
+		path, query, _ := strings.Cut(strings.TrimPrefix(dsn, "sqlite:"), "?")
+		opt := SQLiteOptions{}
+		if query != "" {
+			for _, kv := range strings.Split(query, "&") {
+				k, v, _ := strings.Cut(kv, "=")
+				switch {
+				case k == "synchronous" && strings.EqualFold(v, "normal"):
+					opt.SyncNormal = true
+				case k == "synchronous" && strings.EqualFold(v, "full"):
+				default:
+					return nil, fmt.Errorf("ledger: %w: unknown sqlite option %q in %q (known: synchronous=full|normal)", ErrInvalid, kv, dsn)
+				}
+			}
+		}
+		return openSQLite(ctx, path, opt, upto)
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return openPostgres(ctx, dsn, upto)
+	case dsn == "":
+		return nil, fmt.Errorf("ledger: %w: empty store name; use sqlite:PATH or postgres://user@host/db", ErrInvalid)
+	default:
+		return nil, fmt.Errorf("ledger: %w: unknown store %q; use sqlite:PATH or postgres://user@host/db (postgresql:// also accepted)", ErrInvalid, redact(dsn))
+	}
+}
+
+// redact hides a password in a URL-like store name.
+func redact(dsn string) string {
+	if i := strings.Index(dsn, "://"); i >= 0 {
+		rest := dsn[i+3:]
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if c := strings.Index(rest[:at], ":"); c >= 0 {
+				return dsn[:i+3] + rest[:c] + ":***" + rest[at:]
+			}
+		}
+	}
+	return dsn
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("ledger: %w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// checkText validates a string stored in a TEXT column (PostgreSQL rejects
+// NUL bytes and invalid UTF-8, so both stores do).
+func checkText(what, s string, allowEmpty bool) error {
+	if s == "" && !allowEmpty {
+		return invalid("empty %s", what)
+	}
+	if !utf8.ValidString(s) {
+		return invalid("%s %q is not valid UTF-8", what, s)
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return invalid("%s %q contains a NUL byte", what, s)
+	}
+	return nil
+}
+
+func checkCap(c Cap) error {
+	if math.IsNaN(c.Eps) || c.Eps < 0 || math.IsNaN(c.Rho) || c.Rho < 0 {
+		return invalid("cap eps=%v rho=%v (want >= 0; +Inf for none)", c.Eps, c.Rho)
+	}
+	return nil
+}
+
+func finiteNonNeg(x float64) bool { return x >= 0 && !math.IsInf(x, 1) }
+
+// normalize validates r and returns the copy Charge records.
+func normalize(r Release, now time.Time) (Release, error) {
+	if err := checkText("user", r.User, false); err != nil {
+		return r, err
+	}
+	if err := checkText("model", r.Model, true); err != nil {
+		return r, err
+	}
+	if err := checkText("idempotency key", r.IdemKey, true); err != nil {
+		return r, err
+	}
+	if r.K < 1 {
+		return r, invalid("release for %q: k=%d (want >= 1)", r.User, r.K)
+	}
+	if !finiteNonNeg(r.EpsP) {
+		return r, invalid("release for %q: eps_p=%v (want finite, >= 0)", r.User, r.EpsP)
+	}
+	if !finiteNonNeg(r.Cost) {
+		return r, invalid("release for %q: cost=%v (want finite, >= 0)", r.User, r.Cost)
+	}
+	if !finiteNonNeg(r.Rho) {
+		return r, invalid("release for %q: rho=%v (want finite, >= 0)", r.User, r.Rho)
+	}
+	if len(r.List) > r.K {
+		return r, invalid("release for %q: list of %d labels is longer than k=%d", r.User, len(r.List), r.K)
+	}
+	for i, l := range r.List {
+		if !utf8.ValidString(l) {
+			return r, invalid("release for %q: label %d (%q) is not valid UTF-8", r.User, i, l)
+		}
+	}
+	r.List = append([]string{}, r.List...)
+	infl, err := normInfluencers(r.User, r.Influencers)
+	if err != nil {
+		return r, err
+	}
+	r.Influencers = infl
+	if r.Time.IsZero() {
+		r.Time = now
+	}
+	r.Time = r.Time.UTC()
+	if y := r.Time.Year(); y < 1 || y > 9999 {
+		return r, invalid("release for %q: time %v out of range", r.User, r.Time)
+	}
+	r.ID = 0
+	return r, nil
+}
+
+func normInfluencers(user string, in []string) ([]string, error) {
+	set := make(map[string]bool, len(in))
+	for _, w := range in {
+		if err := checkText("influencer of "+fmt.Sprintf("%q", user), w, false); err != nil {
+			return nil, err
+		}
+		set[w] = true
+	}
+	if set["*"] {
+		return []string{"*"}, nil
+	}
+	out := make([]string, 0, len(set))
+	for w := range set {
+		out = append(out, w)
+	}
+	sort.Strings(out)
+	return out, nil
+}

@@ -1,0 +1,228 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// pgMaxConns bounds the connections one Store opens to PostgreSQL.
+const pgMaxConns = 8
+
+// migrationLock is the advisory lock key that serialises concurrent
+// migrators (several replicas starting at once).
+const migrationLock = "SELECT pg_advisory_xact_lock(7302551903)"
+
+// OpenPostgres opens (migrating when needed) the PostgreSQL store at dsn, a
+// pgx connection string such as postgres://user@host:5432/db?sslmode=disable
+// (unknown query parameters such as search_path are sent to the server as
+// run-time parameters).
+//
+// Every write runs in a READ COMMITTED transaction that first locks the
+// spend rows of the users it charges (SELECT ... FOR UPDATE, in sorted
+// order), so the budget check always reads the latest committed totals and
+// concurrent charges of one user, from any number of processes or replicas,
+// are serialised; exposure rows are updated with atomic increments, also in
+// sorted order, so transactions cannot deadlock. Serialization failures and
+// deadlocks (SQLSTATE 40001, 40P01) are retried. Each transaction sets
+// synchronous_commit=on, so a charge is durable (WAL flushed) when it
+// returns whatever the server's default.
+func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
+	s, err := openPostgres(ctx, dsn, LatestSchema)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func openPostgres(ctx context.Context, dsn string, upto int) (*sqlStore, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: postgres store %s: %w", redact(dsn), err)
+	}
+	b := &pgBackend{cfg: cfg, sem: make(chan struct{}, pgMaxConns)}
+	if err := migrate(ctx, b, upto, migrationLock); err != nil {
+		b.close()
+		if errors.Is(err, ErrSchemaTooNew) {
+			return nil, fmt.Errorf("%w (database %s)", err, redact(dsn))
+		}
+		return nil, fmt.Errorf("ledger: postgres store %s: %w", redact(dsn), err)
+	}
+	return &sqlStore{b: b, now: time.Now}, nil
+}
+
+// pgBackend is a small connection pool over pgx.Conn (pgxpool would need a
+// module this repository does not carry).
+type pgBackend struct {
+	cfg    *pgx.ConnConfig
+	sem    chan struct{}
+	mu     sync.Mutex
+	idle   []*pgx.Conn
+	closed bool
+}
+
+func (b *pgBackend) acquire(ctx context.Context) (*pgx.Conn, error) {
+	select {
+	case b.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		<-b.sem
+		return nil, errors.New("ledger: store is closed")
+	}
+	for len(b.idle) > 0 {
+		c := b.idle[len(b.idle)-1]
+		b.idle = b.idle[:len(b.idle)-1]
+		if !c.IsClosed() {
+			b.mu.Unlock()
+			return c, nil
+		}
+	}
+	b.mu.Unlock()
+	c, err := pgx.ConnectConfig(ctx, b.cfg)
+	if err != nil {
+		<-b.sem
+		return nil, err
+	}
+	return c, nil
+}
+
+func (b *pgBackend) release(c *pgx.Conn, healthy bool) {
+	b.mu.Lock()
+	if healthy && !b.closed && !c.IsClosed() {
+		b.idle = append(b.idle, c)
+		c = nil
+	}
+	b.mu.Unlock()
+	if c != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c.Close(ctx)
+		cancel()
+	}
+	<-b.sem
+}
+
+func pgTransient(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == "40001" || pe.Code == "40P01"
+	}
+	return pgconn.SafeToRetry(err)
+}
+
+func (b *pgBackend) write(ctx context.Context, fn func(querier) error) error {
+	return retry(ctx, pgTransient, func() error {
+		c, err := b.acquire(ctx)
+		if err != nil {
+			return err
+		}
+		healthy := false
+		defer func() { b.release(c, healthy) }()
+		tx, err := c.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = on"); err != nil {
+			tx.Rollback(ctx)
+			return err
+		}
+		if err := fn(pgQ{tx}); err != nil {
+			healthy = tx.Rollback(ctx) == nil
+			return err
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return err
+		}
+		healthy = true
+		return nil
+	})
+}
+
+func (b *pgBackend) read(ctx context.Context, fn func(querier) error) error {
+	return retry(ctx, pgTransient, func() error {
+		c, err := b.acquire(ctx)
+		if err != nil {
+			return err
+		}
+		err = fn(pgQ{c})
+		b.release(c, err == nil || ctx.Err() == nil)
+		return err
+	})
+}
+
+func (b *pgBackend) forUpdate() string { return " FOR UPDATE" }
+func (b *pgBackend) name() string      { return "postgres" }
+
+func (b *pgBackend) close() error {
+	b.mu.Lock()
+	b.closed = true
+	idle := b.idle
+	b.idle = nil
+	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, c := range idle {
+		c.Close(ctx)
+	}
+	return nil
+}
+
+type pgConn interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+type pgQ struct{ c pgConn }
+
+// rebind turns '?' placeholders into $1, $2, ... (the shared SQL has no
+// literal '?').
+func rebind(q string) string {
+	if !strings.Contains(q, "?") {
+		return q
+	}
+	var sb strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			sb.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		sb.WriteRune(r)
+	}
+	return sb.String()
+}
+
+func (q pgQ) exec(ctx context.Context, s string, args ...any) error {
+	_, err := q.c.Exec(ctx, rebind(s), args...)
+	return err
+}
+
+func (q pgQ) queryRow(ctx context.Context, s string, args ...any) row {
+	return pgRow{q.c.QueryRow(ctx, rebind(s), args...)}
+}
+
+func (q pgQ) query(ctx context.Context, s string, args ...any) (rows, error) {
+	return q.c.Query(ctx, rebind(s), args...)
+}
+
+type pgRow struct{ r pgx.Row }
+
+func (r pgRow) Scan(dest ...any) error {
+	err := r.r.Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return errNoRows
+	}
+	return err
+}

@@ -1,0 +1,168 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+)
+
+// SQLiteOptions tunes OpenSQLite. The zero value is the safe default.
+type SQLiteOptions struct {
+	// SyncNormal selects PRAGMA synchronous=NORMAL instead of FULL. In WAL
+	// mode NORMAL is still safe against process crashes (kill -9) and never
+	// corrupts the file, but a charge committed just before a power loss or
+	// OS crash may be lost (rolled back) afterwards, so a list could have
+	// been shown without its charge surviving. FULL syncs the WAL on every
+	// commit (about one fsync per charge) and makes every acknowledged
+	// charge survive power loss. Use NORMAL only where that loss is
+	// acceptable (tests, experiments).
+	SyncNormal bool
+	// BusyTimeout is how long a connection waits for another process's
+	// write lock before failing (then the transaction is retried); default
+	// 10s.
+	BusyTimeout time.Duration
+}
+
+// OpenSQLite opens (creating and migrating when needed) the SQLite store in
+// file path. The file is put in WAL mode; every write transaction starts with
+// BEGIN IMMEDIATE, taking the database's write lock before reading the
+// budget, so concurrent writers in any number of processes are serialised
+// and a budget check can never be based on a stale read. Within one process,
+// writers also queue on a mutex instead of spinning on the lock.
+func OpenSQLite(ctx context.Context, path string, opt SQLiteOptions) (Store, error) {
+	s, err := openSQLite(ctx, path, opt, LatestSchema)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func openSQLite(ctx context.Context, path string, opt SQLiteOptions, upto int) (*sqlStore, error) {
+	switch {
+	case path == "":
+		return nil, invalid("empty SQLite path (use sqlite:PATH)")
+	case path == ":memory:" || strings.HasPrefix(path, "file:"):
+		return nil, invalid("SQLite path %q: give a file path (in-memory and URI names are not supported)", path)
+	case strings.ContainsAny(path, "?#"):
+		return nil, invalid("SQLite path %q contains '?' or '#'", path)
+	}
+	busy := opt.BusyTimeout
+	if busy <= 0 {
+		busy = 10 * time.Second
+	}
+	syncMode := "FULL"
+	if opt.SyncNormal {
+		syncMode = "NORMAL"
+	}
+	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(%s)&_txlock=immediate",
+		path, busy.Milliseconds(), syncMode)
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: open sqlite %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(8)
+	db.SetMaxIdleConns(8)
+	b := &sqliteBackend{db: db}
+	fail := func(err error) (*sqlStore, error) {
+		db.Close()
+		return nil, fmt.Errorf("ledger: sqlite %s: %w", path, err)
+	}
+	var mode string
+	if err := b.read(ctx, func(q querier) error { return q.queryRow(ctx, "PRAGMA journal_mode").Scan(&mode) }); err != nil {
+		return fail(err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fail(fmt.Errorf("journal mode is %q, not WAL (is the file on a filesystem without shared memory?)", mode))
+	}
+	if err := migrate(ctx, b, upto, ""); err != nil {
+		db.Close()
+		if errors.Is(err, ErrSchemaTooNew) {
+			return nil, fmt.Errorf("%w (file %s)", err, path)
+		}
+		return nil, fmt.Errorf("ledger: sqlite %s: %w", path, err)
+	}
+	return &sqlStore{b: b, now: time.Now}, nil
+}
+
+type sqliteBackend struct {
+	db *sql.DB
+	mu sync.Mutex // in-process writers queue here, other processes on the file lock
+}
+
+func sqliteTransient(err error) bool {
+	var e *sqlite.Error
+	if errors.As(err, &e) {
+		c := e.Code() & 0xff
+		return c == 5 || c == 6 // SQLITE_BUSY, SQLITE_LOCKED
+	}
+	return false
+}
+
+func (b *sqliteBackend) write(ctx context.Context, fn func(querier) error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return retry(ctx, sqliteTransient, func() error {
+		tx, err := b.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
+		if err != nil {
+			return err
+		}
+		if err := fn(sqlQ{tx}); err != nil {
+			tx.Rollback()
+			return err
+		}
+		return tx.Commit()
+	})
+}
+
+func (b *sqliteBackend) read(ctx context.Context, fn func(querier) error) error {
+	return retry(ctx, sqliteTransient, func() error { return fn(sqlQ{b.db}) })
+}
+
+func (b *sqliteBackend) forUpdate() string { return "" }
+func (b *sqliteBackend) name() string      { return "sqlite" }
+func (b *sqliteBackend) close() error      { return b.db.Close() }
+
+type sqlConn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+type sqlQ struct{ c sqlConn }
+
+func (q sqlQ) exec(ctx context.Context, s string, args ...any) error {
+	_, err := q.c.ExecContext(ctx, s, args...)
+	return err
+}
+
+func (q sqlQ) queryRow(ctx context.Context, s string, args ...any) row {
+	return sqlRow{q.c.QueryRowContext(ctx, s, args...)}
+}
+
+func (q sqlQ) query(ctx context.Context, s string, args ...any) (rows, error) {
+	r, err := q.c.QueryContext(ctx, s, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{r}, nil
+}
+
+type sqlRow struct{ r *sql.Row }
+
+func (r sqlRow) Scan(dest ...any) error {
+	err := r.r.Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errNoRows
+	}
+	return err
+}
+
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { r.Rows.Close() }

@@ -1,0 +1,468 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"time"
+)
+
+// The two stores share all SQL below; a backend supplies transactions and
+// the few dialect differences. Queries use '?' placeholders (rewritten to $n
+// for PostgreSQL) and contain no literal '?'.
+
+var errNoRows = errors.New("ledger: no rows")
+
+type row interface{ Scan(dest ...any) error }
+
+type rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+type querier interface {
+	exec(ctx context.Context, q string, args ...any) error
+	// queryRow's Scan returns errNoRows when there is no row.
+	queryRow(ctx context.Context, q string, args ...any) row
+	query(ctx context.Context, q string, args ...any) (rows, error)
+}
+
+type backend interface {
+	// write runs fn in one write transaction, retrying the whole of fn on
+	// transient conflicts (fn must therefore be restartable); it returns
+	// after a durable commit.
+	write(ctx context.Context, fn func(querier) error) error
+	// read runs fn with a querier for reading (no transaction needed).
+	read(ctx context.Context, fn func(querier) error) error
+	// forUpdate is appended to the SELECT that locks a user's spend row.
+	forUpdate() string
+	// name is "sqlite" or "postgres", for migrations and messages.
+	name() string
+	close() error
+}
+
+type sqlStore struct {
+	b   backend
+	now func() time.Time
+}
+
+// timeFormat is fixed width so that stored times sort as text.
+const timeFormat = "2006-01-02T15:04:05.000000000Z"
+
+func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(timeFormat, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("ledger: stored time %q: %w", s, err)
+	}
+	return t.UTC(), nil
+}
+
+const releaseCols = "id, user_id, model, k, list, eps_p, cost, rho, seeded, COALESCE(idem_key, ''), created, influencers"
+
+func scanRelease(r row) (Release, error) {
+	var rel Release
+	var list, infl, created string
+	var seeded int64
+	if err := r.Scan(&rel.ID, &rel.User, &rel.Model, &rel.K, &list, &rel.EpsP, &rel.Cost, &rel.Rho, &seeded, &rel.IdemKey, &created, &infl); err != nil {
+		return rel, err
+	}
+	rel.Seeded = seeded != 0
+	if err := json.Unmarshal([]byte(list), &rel.List); err != nil {
+		return rel, fmt.Errorf("ledger: release %d: stored list: %w", rel.ID, err)
+	}
+	if err := json.Unmarshal([]byte(infl), &rel.Influencers); err != nil {
+		return rel, fmt.Errorf("ledger: release %d: stored influencers: %w", rel.ID, err)
+	}
+	if rel.List == nil {
+		rel.List = []string{}
+	}
+	if rel.Influencers == nil {
+		rel.Influencers = []string{}
+	}
+	t, err := parseTime(created)
+	if err != nil {
+		return rel, err
+	}
+	rel.Time = t
+	return rel, nil
+}
+
+type spendRow struct {
+	spent, rho       float64
+	releases, seeded int64
+	dirty            bool
+}
+
+func (s *sqlStore) Charge(ctx context.Context, r Release, cap Cap) (Release, bool, error) {
+	res, err := s.ChargeBatch(ctx, []Release{r}, cap)
+	if err != nil {
+		return Release{}, false, err
+	}
+	return res[0].Release, res[0].Fresh, res[0].Err
+}
+
+func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]ChargeResult, error) {
+	if err := checkCap(cap); err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	items := make([]Release, len(rs))
+	bad := make([]error, len(rs))
+	users := map[string]bool{}
+	for i, r := range rs {
+		items[i], bad[i] = normalize(r, now)
+		if bad[i] == nil {
+			users[items[i].User] = true
+		}
+	}
+	sorted := make([]string, 0, len(users))
+	for u := range users {
+		sorted = append(sorted, u)
+	}
+	sort.Strings(sorted)
+
+	var results []ChargeResult
+	err := s.b.write(ctx, func(q querier) error {
+		results = make([]ChargeResult, len(rs)) // fn may be retried: start afresh
+		// Lock every user's spend row in one global order (sorted users,
+		// then sorted exposure parties at the end) so that concurrent
+		// PostgreSQL transactions cannot deadlock. SQLite holds the database
+		// write lock already (BEGIN IMMEDIATE).
+		spends := make(map[string]*spendRow, len(sorted))
+		for _, u := range sorted {
+			if err := q.exec(ctx, "INSERT INTO spend (user_id) VALUES (?) ON CONFLICT (user_id) DO NOTHING", u); err != nil {
+				return err
+			}
+			sp := &spendRow{}
+			if err := q.queryRow(ctx, "SELECT spent, rho, releases, seeded FROM spend WHERE user_id = ?"+s.b.forUpdate(), u).
+				Scan(&sp.spent, &sp.rho, &sp.releases, &sp.seeded); err != nil {
+				return err
+			}
+			spends[u] = sp
+		}
+		expo := map[string][2]float64{}
+		for i := range items {
+			if bad[i] != nil {
+				results[i].Err = bad[i]
+				continue
+			}
+			r := items[i]
+			if r.IdemKey != "" {
+				old, err := scanRelease(q.queryRow(ctx, "SELECT "+releaseCols+" FROM releases WHERE user_id = ? AND idem_key = ?", r.User, r.IdemKey))
+				switch {
+				case err == nil:
+					if old.Model != r.Model || old.K != r.K {
+						results[i].Err = fmt.Errorf("ledger: %w: user %q key %q was used for release %d (model %q, k=%d), not model %q, k=%d",
+							ErrIdemConflict, r.User, r.IdemKey, old.ID, old.Model, old.K, r.Model, r.K)
+					} else {
+						results[i] = ChargeResult{Release: old}
+					}
+					continue
+				case !errors.Is(err, errNoRows):
+					return err
+				}
+			}
+			sp := spends[r.User]
+			if !(sp.spent+r.Cost <= cap.Eps) || !(sp.rho+r.Rho <= cap.Rho) {
+				results[i].Err = &BudgetError{User: r.User, Spent: sp.spent, Cost: r.Cost, Rho: sp.rho, RhoC: r.Rho, Cap: cap}
+				continue
+			}
+			list, _ := json.Marshal(r.List)
+			infl, _ := json.Marshal(r.Influencers)
+			var idem any
+			if r.IdemKey != "" {
+				idem = r.IdemKey
+			}
+			seeded := 0
+			if r.Seeded {
+				seeded = 1
+			}
+			if err := q.queryRow(ctx, `INSERT INTO releases (user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+				r.User, r.Model, r.K, string(list), r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), string(infl)).Scan(&r.ID); err != nil {
+				return err
+			}
+			sp.spent += r.Cost
+			sp.rho += r.Rho
+			sp.releases++
+			if r.Seeded {
+				sp.seeded++
+			}
+			sp.dirty = true
+			for _, w := range r.Influencers {
+				e := expo[w]
+				expo[w] = [2]float64{e[0] + r.Cost, e[1] + r.Rho}
+			}
+			results[i] = ChargeResult{Release: r, Fresh: true}
+		}
+		for _, u := range sorted {
+			if sp := spends[u]; sp.dirty {
+				if err := q.exec(ctx, "UPDATE spend SET spent = ?, rho = ?, releases = ?, seeded = ? WHERE user_id = ?",
+					sp.spent, sp.rho, sp.releases, sp.seeded, u); err != nil {
+					return err
+				}
+			}
+		}
+		parties := make([]string, 0, len(expo))
+		for w := range expo {
+			parties = append(parties, w)
+		}
+		sort.Strings(parties)
+		for _, w := range parties {
+			e := expo[w]
+			if err := q.exec(ctx, `INSERT INTO exposure (party, eps, rho) VALUES (?, ?, ?)
+				ON CONFLICT (party) DO UPDATE SET eps = exposure.eps + excluded.eps, rho = exposure.rho + excluded.rho`,
+				w, e[0], e[1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+func (s *sqlStore) Latest(ctx context.Context, user, model string, k int) (Release, bool, error) {
+	var rel Release
+	found := false
+	err := s.b.read(ctx, func(q querier) error {
+		var err error
+		rel, err = scanRelease(q.queryRow(ctx, "SELECT "+releaseCols+" FROM releases WHERE user_id = ? AND model = ? AND k = ? ORDER BY id DESC LIMIT 1", user, model, k))
+		if errors.Is(err, errNoRows) {
+			return nil
+		}
+		found = err == nil
+		return err
+	})
+	if err != nil || !found {
+		return Release{}, false, err
+	}
+	return rel, true, nil
+}
+
+func (s *sqlStore) Budget(ctx context.Context, user string) (Spend, error) {
+	sp := Spend{User: user}
+	err := s.b.read(ctx, func(q querier) error {
+		var rel, seeded int64
+		err := q.queryRow(ctx, "SELECT spent, rho, releases, seeded FROM spend WHERE user_id = ?", user).Scan(&sp.Spent, &sp.Rho, &rel, &seeded)
+		if errors.Is(err, errNoRows) {
+			return nil
+		}
+		sp.Releases, sp.Seeded = int(rel), int(seeded)
+		return err
+	})
+	return sp, err
+}
+
+func (s *sqlStore) Users(ctx context.Context) ([]Spend, error) {
+	var out []Spend
+	err := s.b.read(ctx, func(q querier) error {
+		out = nil
+		rs, err := q.query(ctx, "SELECT user_id, spent, rho, releases, seeded FROM spend WHERE releases > 0")
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var sp Spend
+			var rel, seeded int64
+			if err := rs.Scan(&sp.User, &sp.Spent, &sp.Rho, &rel, &seeded); err != nil {
+				return err
+			}
+			sp.Releases, sp.Seeded = int(rel), int(seeded)
+			out = append(out, sp)
+		}
+		return rs.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].User < out[j].User })
+	return out, nil
+}
+
+func (s *sqlStore) Exposure(ctx context.Context, top int) ([]Exposure, error) {
+	var out []Exposure
+	err := s.b.read(ctx, func(q querier) error {
+		out = nil
+		rs, err := q.query(ctx, "SELECT party, eps, rho FROM exposure")
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var e Exposure
+			if err := rs.Scan(&e.Party, &e.Eps, &e.Rho); err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return rs.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	var star Exposure
+	for _, e := range out {
+		if e.Party == "*" {
+			star = e
+		}
+	}
+	for i := range out {
+		if out[i].Party != "*" {
+			out[i].Eps += star.Eps
+			out[i].Rho += star.Rho
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Eps != b.Eps {
+			return a.Eps > b.Eps
+		}
+		if a.Rho != b.Rho {
+			return a.Rho > b.Rho
+		}
+		return a.Party < b.Party
+	})
+	if top > 0 && len(out) > top {
+		out = out[:top]
+	}
+	return out, nil
+}
+
+func (s *sqlStore) PutToken(ctx context.Context, user string, hash []byte) error {
+	if err := checkText("user", user, false); err != nil {
+		return err
+	}
+	if len(hash) == 0 {
+		return invalid("empty token hash for %q", user)
+	}
+	return s.b.write(ctx, func(q querier) error {
+		return q.exec(ctx, `INSERT INTO tokens (user_id, hash, created) VALUES (?, ?, ?)
+			ON CONFLICT (user_id) DO UPDATE SET hash = excluded.hash, created = excluded.created`,
+			user, append([]byte{}, hash...), fmtTime(s.now()))
+	})
+}
+
+func (s *sqlStore) TokenHash(ctx context.Context, user string) ([]byte, bool, error) {
+	var h []byte
+	found := false
+	err := s.b.read(ctx, func(q querier) error {
+		err := q.queryRow(ctx, "SELECT hash FROM tokens WHERE user_id = ?", user).Scan(&h)
+		if errors.Is(err, errNoRows) {
+			return nil
+		}
+		found = err == nil
+		return err
+	})
+	if err != nil || !found {
+		return nil, false, err
+	}
+	return h, true, nil
+}
+
+func (s *sqlStore) RevokeToken(ctx context.Context, user string) error {
+	return s.b.write(ctx, func(q querier) error {
+		return q.exec(ctx, "DELETE FROM tokens WHERE user_id = ?", user)
+	})
+}
+
+func (s *sqlStore) SetMarks(ctx context.Context, user string, marks []string) error {
+	if err := checkText("user", user, false); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	for i, m := range marks {
+		if err := checkText(fmt.Sprintf("mark %d of %q", i, user), m, true); err != nil {
+			return err
+		}
+		set[m] = true
+	}
+	list := make([]string, 0, len(set))
+	for m := range set {
+		list = append(list, m)
+	}
+	sort.Strings(list)
+	b, _ := json.Marshal(list)
+	return s.b.write(ctx, func(q querier) error {
+		if len(list) == 0 {
+			return q.exec(ctx, "DELETE FROM marks WHERE user_id = ?", user)
+		}
+		return q.exec(ctx, `INSERT INTO marks (user_id, labels) VALUES (?, ?)
+			ON CONFLICT (user_id) DO UPDATE SET labels = excluded.labels`, user, string(b))
+	})
+}
+
+func (s *sqlStore) Marks(ctx context.Context) (map[string][]string, error) {
+	out := map[string][]string{}
+	err := s.b.read(ctx, func(q querier) error {
+		clear(out)
+		rs, err := q.query(ctx, "SELECT user_id, labels FROM marks")
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var u, labels string
+			if err := rs.Scan(&u, &labels); err != nil {
+				return err
+			}
+			var l []string
+			if err := json.Unmarshal([]byte(labels), &l); err != nil {
+				return fmt.Errorf("ledger: stored marks of %q: %w", u, err)
+			}
+			out[u] = l
+		}
+		return rs.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (s *sqlStore) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.b.read(ctx, func(q querier) error {
+		var err error
+		v, err = schemaVersion(ctx, q)
+		return err
+	})
+	return v, err
+}
+
+func (s *sqlStore) Close() error { return s.b.close() }
+
+// retry runs attempt until it succeeds, fails with a non-transient error,
+// the context ends or the attempts run out. Transient errors are ones after
+// which the transaction is known to have been rolled back.
+func retry(ctx context.Context, transient func(error) bool, attempt func() error) error {
+	const maxAttempts = 100
+	delay := time.Millisecond
+	for i := 0; ; i++ {
+		err := attempt()
+		if err == nil || !transient(err) {
+			return err
+		}
+		if i+1 == maxAttempts {
+			return fmt.Errorf("ledger: giving up after %d attempts: %w", maxAttempts, err)
+		}
+		t := time.NewTimer(delay/2 + rand.N(delay))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("ledger: %w (last attempt: %v)", ctx.Err(), err)
+		case <-t.C:
+		}
+		delay = min(2*delay, 200*time.Millisecond)
+	}
+}
