@@ -17,12 +17,19 @@ type SkipGramConfig struct {
 	Epochs    int     // passes over the walk corpus
 	LR        float64 // initial learning rate, decayed linearly to LR*1e-4
 	Subsample float64 // word2vec frequent-token downsampling threshold; 0 disables
-	// Workers is the number of goroutines for the walks, Struc2Vec's
-	// distances and training (0 means GOMAXPROCS). Walks are identical for
-	// any value; training is lock-free (Hogwild) so it is only bit-for-bit
-	// reproducible with Workers = 1. Builds with -race always train with one
-	// worker, because Hogwild updates are deliberate data races.
+	// Workers is the number of goroutines for the walks and Struc2Vec's
+	// distances (0 means GOMAXPROCS), and for training when Hogwild is set.
+	// Walks are identical for any value.
 	Workers int
+	// Hogwild opts in to lock-free parallel training with Workers
+	// goroutines (word2vec's and gensim's way): faster on several cores,
+	// but the result depends on thread timing, so equal seeds no longer give
+	// equal embeddings. By default (false) training runs on one goroutine
+	// over the walks in a fixed order with per-chunk generators, and the
+	// embedding is a deterministic function of the seed, for any Workers
+	// and GOMAXPROCS. Builds with -race always train with one worker,
+	// because Hogwild updates are deliberate data races.
+	Hogwild bool
 }
 
 // DefaultSkipGram returns dimension 80, window 10, 5 negatives, one epoch,

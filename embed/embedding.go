@@ -5,10 +5,13 @@
 // Reproducibility: every method draws one seed from the *rand.Rand it is
 // given and derives all further generators from it with randx.Derive, one
 // per fixed-size chunk of walks (never per worker). Walks therefore depend
-// only on the seed, not on the worker count or GOMAXPROCS. Training is
-// lock-free Hogwild SGD, so embeddings are bit-for-bit reproducible only with
-// SkipGramConfig.Workers = 1 (on the same architecture: amd64 with AVX2+FMA
-// uses vector kernels whose float32 rounding differs from the portable ones).
+// only on the seed, not on the worker count or GOMAXPROCS. Training runs the
+// chunks in a fixed order on one goroutine by default, so embeddings are
+// bit-for-bit reproducible for any worker count and GOMAXPROCS (on the same
+// architecture: amd64 with AVX2+FMA uses vector kernels whose float32
+// rounding differs from the portable ones). SkipGramConfig.Hogwild opts in
+// to lock-free parallel training, which is faster on several cores and not
+// reproducible.
 package embed
 
 // Embedding holds one Dim-dimensional float32 vector per node, row-major:

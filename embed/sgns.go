@@ -26,7 +26,8 @@ const trainChunk = 32
 // distribution raised to 0.75 (exact alias sampling rather than a rounded
 // table); frequent nodes are downsampled with threshold Subsample; the
 // learning rate decays linearly from LR to LR*1e-4 over all epochs. Training
-// is lock-free Hogwild SGD over chunks of walks (see SkipGramConfig.Workers).
+// is deterministic SGD over chunks of walks in order, or lock-free Hogwild
+// SGD with SkipGramConfig.Hogwild (see there).
 // progress (may be nil) is called with processed and total tokens.
 func SkipGram(n int, walks [][]int32, cfg SkipGramConfig, rng *rand.Rand, progress func(done, total int)) (*Embedding, error) {
 	if err := cfg.validate(); err != nil {
@@ -111,9 +112,9 @@ func trainSkipGram(n int, walks [][]int32, tokens int, cfg SkipGramConfig, seed 
 		}
 		offset[c+1] = offset[c] + s
 	}
-	workers := cfg.workers()
-	if raceEnabled {
-		workers = 1
+	workers := 1 // deterministic: chunks in order on one goroutine
+	if cfg.Hogwild && !raceEnabled {
+		workers = cfg.workers()
 	}
 	for ep := 0; ep < cfg.Epochs; ep++ {
 		var next atomic.Int64

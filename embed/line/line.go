@@ -12,10 +12,12 @@
 // in one pass on the same sampled arcs and negatives (the reference trains
 // them in two separate runs; the objectives share no parameters).
 //
-// Parallelism is Hogwild: workers update the shared float32 tables without
-// locks, as LINE's reference code does. Such runs are not reproducible and
-// contain deliberate data races (the race detector reports them). Workers = 1
-// gives a race-free run that is a deterministic function of the rng.
+// By default training runs on one goroutine and the embedding is a
+// deterministic function of the rng, for any GOMAXPROCS. Config.Hogwild opts
+// in to LINE's reference parallelism: Workers goroutines update the shared
+// float32 tables without locks, which is faster on several cores but not
+// reproducible (and contains deliberate data races; -race builds always use
+// one worker).
 package line
 
 import (
@@ -68,7 +70,11 @@ type Config struct {
 	Samples       int64
 	SamplesPerArc int64
 	MinSamples    int64
-	Workers       int // Hogwild workers; 0 means runtime.GOMAXPROCS(0)
+	// Hogwild opts in to lock-free parallel training with Workers
+	// goroutines (0 means runtime.GOMAXPROCS(0)): faster, not reproducible.
+	// Without it Workers is ignored and training is deterministic.
+	Hogwild bool
+	Workers int
 }
 
 // Defaults returns the paper's settings: dimension 80 split evenly over the
@@ -207,9 +213,12 @@ func train(g *graph.Graph, arcW []float64, cfg Config, rng *rand.Rand, progress 
 	if total <= 0 {
 		return nil, errors.New("line: sample budget is zero")
 	}
-	workers := cfg.Workers
-	if workers == 0 {
-		workers = runtime.GOMAXPROCS(0)
+	workers := 1 // deterministic by default
+	if cfg.Hogwild {
+		workers = cfg.Workers
+		if workers == 0 {
+			workers = runtime.GOMAXPROCS(0)
+		}
 	}
 	if embed.RaceEnabled {
 		workers = 1 // Hogwild races are deliberate; keep -race runs meaningful

@@ -303,6 +303,7 @@ func TestQualityPlantedPartition(t *testing.T) {
 	for _, w := range workers {
 		cfg := Defaults()
 		cfg.Workers = w
+		cfg.Hogwild = w > 1
 		cfg.Samples = 400_000
 		if raceEnabled {
 			cfg.Samples = 150_000
