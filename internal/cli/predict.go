@@ -33,7 +33,7 @@ func (f *predFlags) register(cmd *cobra.Command) {
 	fl.Float64Var(&f.q, "n2v-q", 1, "node2vec: in-out parameter q")
 	fl.Float64Var(&f.lo, "lo", 0, "file:PATH scores: lower end of the declared range")
 	fl.Float64Var(&f.hi, "hi", 1, "file:PATH scores: upper end of the declared range")
-	fl.Uint64Var(&f.embedSeed, "embed-seed", 1, "embedding scores: seed of the embedding and classifier")
+	fl.Uint64Var(&f.embedSeed, "embed-seed", 1, "embedding scores: seed of the embedding and classifier (training is deterministic: equal seeds give equal scores on any number of cores)")
 }
 
 func (f *predFlags) options(desc string) (predict.Options, error) {
