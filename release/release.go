@@ -65,6 +65,9 @@ type Result struct {
 	Seeded    bool      `json:"seeded"` // seeded noise: reproducible, NOT for deployment
 	ReleaseID int64     `json:"release_id,omitempty"`
 	Notice    string    `json:"notice,omitempty"` // e.g. fewer candidates than K
+	// Candidates is the number of candidates a fresh list was sampled from
+	// (0 for a re-served list).
+	Candidates int `json:"candidates,omitempty"`
 	Err       error     `json:"-"`                // per-user refusal (budget), nil otherwise
 }
 
@@ -115,7 +118,6 @@ func WithIdempotencyKey(key string) Option {
 // Recommender releases private lists for one model on one graph snapshot.
 // Safe for concurrent use.
 type Recommender struct {
-	m       *model.Model
 	modelID string
 	g       *graph.Graph
 	p       *protect.Set
@@ -140,26 +142,46 @@ type workerState struct {
 
 // New builds a Recommender for model m on graph g with marks p.
 func New(m *model.Model, g *graph.Graph, p *protect.Set, opts ...Option) (*Recommender, error) {
-	if m == nil || g == nil || p == nil {
-		return nil, errors.New("release: model, graph and marks are required")
-	}
-	if p.N() != g.N() {
-		return nil, fmt.Errorf("release: marks over %d nodes for a graph of %d", p.N(), g.N())
+	if m == nil {
+		return nil, errors.New("release: model is required")
 	}
 	id, err := m.ID()
 	if err != nil {
 		return nil, err
 	}
-	r := &Recommender{m: m, modelID: id, g: g, p: p, cap: ledger.Unlimited}
+	cfg := calib.Config{Method: calib.Exponential, Eps: m.EpsP, Transform: m}
+	return newRecommender(cfg, id, m.Score, g, p, opts...)
+}
+
+// NewMechanism builds a Recommender for a mechanism on raw base scores (no
+// trained model): cfg.Kind names the triad score unless WithScorer is given;
+// id is the key its lists are recorded under (for example
+// "exponential:aa:eps=0.1"). Benchmarks and experiments use it; deployment
+// uses New with a trained model.
+func NewMechanism(cfg calib.Config, id string, g *graph.Graph, p *protect.Set, opts ...Option) (*Recommender, error) {
+	if id == "" {
+		return nil, errors.New("release: a mechanism needs an id")
+	}
+	return newRecommender(cfg, id, cfg.Kind.String(), g, p, opts...)
+}
+
+func newRecommender(cfg calib.Config, id, scoreName string, g *graph.Graph, p *protect.Set, opts ...Option) (*Recommender, error) {
+	if g == nil || p == nil {
+		return nil, errors.New("release: graph and marks are required")
+	}
+	if p.N() != g.N() {
+		return nil, fmt.Errorf("release: marks over %d nodes for a graph of %d", p.N(), g.N())
+	}
+	r := &Recommender{modelID: id, g: g, p: p, cap: ledger.Unlimited}
 	for _, o := range opts {
 		if err := o(r); err != nil {
 			return nil, err
 		}
 	}
 	if r.sc == nil {
-		k, err := score.ParseKind(m.Score)
+		k, err := score.ParseKind(scoreName)
 		if err != nil {
-			return nil, fmt.Errorf("release: model score %q needs a fitted scorer (WithScorer): %w", m.Score, err)
+			return nil, fmt.Errorf("release: score %q needs a fitted scorer (WithScorer): %w", scoreName, err)
 		}
 		if r.sc, err = score.New(g, p, k); err != nil {
 			return nil, err
@@ -167,12 +189,20 @@ func New(m *model.Model, g *graph.Graph, p *protect.Set, opts ...Option) (*Recom
 	} else if r.sc.Graph() != g {
 		return nil, errors.New("release: the scorer was built on another graph")
 	}
-	r.cfg = calib.Config{Method: calib.Exponential, Kind: r.sc.Kind(), Eps: m.EpsP, Transform: m}
+	cfg.Kind = r.sc.Kind()
+	r.cfg = cfg
 	if err := r.cfg.Validate(); err != nil {
 		return nil, err
 	}
 	r.infl = newInfluence(g, p, r.sc.Kind())
 	return r, nil
+}
+
+func (r *Recommender) picksOf(cost float64) int {
+	if !(r.cfg.Eps > 0) {
+		return 0
+	}
+	return int(math.Round(cost / r.cfg.Eps))
 }
 
 // ModelID is the key lists are recorded under.
@@ -182,7 +212,7 @@ func (r *Recommender) ModelID() string { return r.modelID }
 func (r *Recommender) Seeded() bool { return r.seed != nil }
 
 // EpsP is the per-pick epsilon.
-func (r *Recommender) EpsP() float64 { return r.m.EpsP }
+func (r *Recommender) EpsP() float64 { return r.cfg.Eps }
 
 // Graph is the graph lists are released on.
 func (r *Recommender) Graph() *graph.Graph { return r.g }
@@ -200,16 +230,26 @@ func (r *Recommender) state() *workerState {
 
 // guarantee describes a list of picks random picks.
 func (r *Recommender) guarantee(picks int) Guarantee {
-	eps := float64(picks) * r.m.EpsP
-	g := Guarantee{Mechanism: "exponential mechanism (Gumbel top-K) on the DPLP utility", EpsP: r.m.EpsP, Picks: picks, Eps: eps,
-		Rho: float64(picks) * r.m.EpsP * r.m.EpsP / 8}
+	e := r.cfg.Eps
+	eps, proven := r.cfg.Guarantee(picks)
+	g := Guarantee{Mechanism: r.cfg.Method.String() + " mechanism", EpsP: e, Picks: picks, Eps: eps}
+	if r.cfg.Method == calib.Exponential {
+		g.Mechanism = "exponential mechanism (Gumbel top-K)"
+		if r.cfg.Transform != nil {
+			g.Mechanism += " on the DPLP utility"
+		}
+		g.Rho = float64(picks) * e * e / 8
+	}
 	switch {
 	case r.seed != nil:
 		g.Text = fmt.Sprintf("seeded noise (reproducible): NO privacy guarantee, not for deployment (would be %g-protected-pair DP)", eps)
-	case picks == 0:
+	case picks == 0 && r.cfg.Method != calib.NonPrivate:
+		g.Eps = 0
 		g.Text = "0-protected-pair DP: no protected pair can change this user's utilities (exact top-K)"
+	case !proven:
+		g.Text = fmt.Sprintf("no proven protected-pair DP bound for a list of %d under %s", picks, r.cfg.Method)
 	default:
-		g.Text = fmt.Sprintf("%g-protected-pair DP for this user (%d picks x eps_p %g, basic composition); rho %g zCDP", eps, picks, r.m.EpsP, g.Rho)
+		g.Text = fmt.Sprintf("%g-protected-pair DP for this user (%d picks x eps_p %g, basic composition); rho %g zCDP", eps, picks, e, g.Rho)
 	}
 	return g
 }
@@ -219,7 +259,7 @@ func (r *Recommender) sample(ws *workerState, u int32, k int, stream uint64) (Ou
 	ws.w.Score(u, &ws.r)
 	res := &ws.r
 	ws.in = UserInput{N: r.g.N(), Cands: res.Cands, S: res.S, Pub: res.Pub, Zero: res.Zero,
-		InZero: ws.w.InZero, ZeroList: ws.w.ZeroCands, DeltaS: res.DeltaS, SMax: res.SMax}
+		InZero: ws.w.InZero, ZeroList: ws.w.ZeroCands, DeltaS: res.DeltaS, SMax: res.SMax, Canonical: r.seed != nil}
 	plan := r.cfg.Plan(calib.QueryOf(res))
 	if err := checkPlan(&plan); err != nil {
 		return Outcome{}, fmt.Errorf("release: user %s: %w", r.g.Label(u), err)
@@ -242,9 +282,12 @@ func (r *Recommender) ledgerRelease(u int32, k int, out Outcome, idem string) le
 		list[i] = r.g.Label(v)
 	}
 	gu := r.guarantee(out.Picks)
-	rel := ledger.Release{User: r.g.Label(u), Model: r.modelID, K: k, EpsP: r.m.EpsP, List: list,
+	if math.IsInf(gu.Eps, 1) {
+		gu.Eps = 0 // non-private: nothing meaningful to charge; the ledger stores finite costs
+	}
+	rel := ledger.Release{User: r.g.Label(u), Model: r.modelID, K: k, EpsP: r.cfg.Eps, List: list,
 		Cost: gu.Eps, Rho: gu.Rho, Seeded: r.seed != nil, IdemKey: idem}
-	if out.Picks > 0 {
+	if out.Picks > 0 && r.store != nil {
 		rel.Influencers = r.infl.of(u)
 	}
 	return rel
@@ -351,7 +394,7 @@ func (r *Recommender) window(ctx context.Context, users []int32, k int, nw int) 
 				res[i].List = prev.List
 				res[i].ReleaseID = prev.ID
 				res[i].Seeded = prev.Seeded
-				res[i].Guarantee = r.guarantee(int(math.Round(prev.Cost / r.m.EpsP)))
+				res[i].Guarantee = r.guarantee(r.picksOf(prev.Cost))
 				res[i].Notice = "re-served at no cost (post-processing of an earlier release)"
 				continue
 			}
@@ -419,12 +462,13 @@ func (r *Recommender) window(ctx context.Context, users []int32, k int, nw int) 
 			res[i].ReleaseID = c.Release.ID
 			res[i].Fresh = c.Fresh
 			res[i].Seeded = c.Release.Seeded
-			res[i].Guarantee = r.guarantee(int(math.Round(c.Release.Cost / r.m.EpsP)))
+			res[i].Guarantee = r.guarantee(r.picksOf(c.Release.Cost))
 			if c.Fresh {
 				res[i].Cost = c.Release.Cost
 			} else {
 				res[i].Notice = "re-served at no cost (released before under the same key)"
 			}
+			res[i].Candidates = outs[i].Candidates
 			r.notice(&res[i], outs[i], k)
 		}
 		return res, nil
@@ -434,6 +478,7 @@ func (r *Recommender) window(ctx context.Context, users []int32, k int, nw int) 
 		res[i].Fresh = true
 		res[i].Cost = recs[j].Cost
 		res[i].Guarantee = r.guarantee(outs[i].Picks)
+		res[i].Candidates = outs[i].Candidates
 		r.notice(&res[i], outs[i], k)
 	}
 	return res, nil

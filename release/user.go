@@ -1,7 +1,6 @@
 package release
 
 import (
-	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -11,8 +10,8 @@ import (
 )
 
 // UserInput is everything one user's release reads: the scored candidates
-// (any order: they are sorted by id here, so the outcome does not depend on
-// how the scorer enumerated them), the size of the zero block (candidates no
+// (any order: with Canonical they are sorted by id here, so the outcome does
+// not depend on how the scorer enumerated them), the size of the zero block (candidates no
 // wedge reaches, with s = s_pub = 0) and a way to draw members of it, and the
 // user's invariant Delta_s and S_max. The single-machine path fills it from a
 // score.Worker; the Beam pipeline from its joins. Both then call Sample with
@@ -26,7 +25,12 @@ type UserInput struct {
 	ZeroList  func(dst []int32) []int32 // ascending ids of the zero block (O(N) fallback)
 	DeltaS    float64
 	SMax      float64
-	scratchIx []int
+	// Canonical sorts the candidates by id before sampling, so the list is
+	// a function of the candidate set rather than of the scorer's
+	// enumeration order. Seeded runs need it (reproducible at any
+	// partitioning, and equal to the Beam pipeline's output); crypto-seeded
+	// releases skip the sort (the distribution is the same either way).
+	Canonical bool
 }
 
 // Outcome is one user's sampled list before labels and accounting.
@@ -35,20 +39,23 @@ type Outcome struct {
 	Picks int     // positions filled by a random pick (what is charged)
 	Exact bool    // no noise: utilities are invariant (Delta = 0), 0-DP
 	Delta float64 // utility sensitivity used for the noise
+	// Candidates is the number of candidates sampled from.
+	Candidates int
 }
 
 // Sampler holds one goroutine's reusable buffers.
 type Sampler struct {
 	u     mech.Utilities
 	idx   []int
+	keys  []uint64
 	picks []int
 	zero  []int32
 	seen  map[int32]struct{}
 }
 
 // Sample releases the plan's top-k list for one user from in, drawing every
-// random choice from rng. The candidates are put in ascending id order
-// before sampling and members of the zero block are drawn uniformly (by
+// random choice from rng. With in.Canonical the candidates are put in
+// ascending id order before sampling; members of the zero block are drawn uniformly (by
 // rejection when the block is a large share of the graph, so the work is
 // proportional to the user's wedges plus k, not to N; otherwise from the
 // ascending list), so the result is a function of (in, plan, k, rng state)
@@ -61,10 +68,22 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 		return Outcome{}, fmt.Errorf("release: malformed user input (%d candidates, %d scores, %d public scores, zero block %d)", len(in.Cands), len(in.S), len(in.Pub), in.Zero)
 	}
 	sm.idx = sm.idx[:0]
-	for i := range in.Cands {
-		sm.idx = append(sm.idx, i)
+	if in.Canonical {
+		// Sort (id, position) pairs packed in one word: an ordered sort
+		// without a comparison closure.
+		sm.keys = sm.keys[:0]
+		for i, v := range in.Cands {
+			sm.keys = append(sm.keys, uint64(uint32(v))<<32|uint64(i))
+		}
+		slices.Sort(sm.keys)
+		for _, key := range sm.keys {
+			sm.idx = append(sm.idx, int(uint32(key)))
+		}
+	} else {
+		for i := range in.Cands {
+			sm.idx = append(sm.idx, i)
+		}
 	}
-	slices.SortFunc(sm.idx, func(a, b int) int { return cmp.Compare(in.Cands[a], in.Cands[b]) })
 	sm.u.Vals = sm.u.Vals[:0]
 	for _, i := range sm.idx {
 		sm.u.Vals = append(sm.u.Vals, plan.Utility(in.S[i], in.Pub[i]))
@@ -75,7 +94,7 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 	}
 	total := len(in.Cands) + in.Zero
 	kk := min(k, total)
-	out := Outcome{Exact: plan.Exact(), Delta: plan.Delta}
+	out := Outcome{Exact: plan.Exact(), Delta: plan.Delta, Candidates: total}
 	if kk == 0 {
 		return out, nil
 	}

@@ -136,6 +136,9 @@ func New(g *graph.Graph, p *protect.Set, k Kind) (*Scorer, error) {
 // Kind is the score the scorer computes.
 func (s *Scorer) Kind() Kind { return s.kind }
 
+// Protection is the marks the scorer was built with.
+func (s *Scorer) Protection() *protect.Set { return s.p }
+
 // Graph is the scored graph.
 func (s *Scorer) Graph() *graph.Graph { return s.g }
 

@@ -1,12 +1,12 @@
 package cli
 
 import (
-	"math/rand/v2"
 
 	"encoding/json"
 	"fmt"
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/release"
 	"runtime"
 	"strconv"
 	"text/tabwriter"
@@ -177,39 +177,20 @@ not a deployment.`,
 			if err != nil {
 				return err
 			}
-			nw := runtime.GOMAXPROCS(0)
-			rels := make([]calib.Releaser, nw)
-			rngs := make([]*rand.Rand, nw)
-			lists := make([][]int32, nw)
-			for i := range rngs {
-				rngs[i] = randx.Derive(seed, uint64(i))
-			}
-			cands := make([]int64, nw*8)
-			errs := make([]error, nw)
-			if err := sc.Each(queries[:min(len(queries), nw)], func(int, *score.Result) {}); err != nil {
+			rec, err := release.NewMechanism(cfg, fmt.Sprintf("bench:%s:%s:eps=%g", m, sk, eps), sc.Graph(), sc.Protection(), release.WithScorer(sc), release.WithSeed(seed))
+			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "noise: %s\n", randx.Source{Seeded: true, Seed: seed})
+			fmt.Fprintf(cmd.ErrOrStderr(), "noise: %s (per-user streams; no ledger: a benchmark, nothing is released)\n", randx.Source{Seeded: true, Seed: seed})
 			start := time.Now()
-			err = sc.EachWorker(queries, func(w int, wk *score.Worker, r *score.Result) {
-				plan := cfg.Plan(calib.QueryOf(r))
-				var e error
-				lists[w], e = rels[w].Release(&plan, wk, r, k, rngs[w], lists[w][:0])
-				if e != nil {
-					errs[w] = e
-				}
-				cands[w*8] += int64(r.NumCandidates())
+			var total int64
+			err = rec.Stream(cmd.Context(), queries, k, func(_ int, r release.Result) error {
+				total += int64(r.Candidates)
+				return nil
 			})
 			secs := time.Since(start).Seconds()
 			if err != nil {
 				return err
-			}
-			var total int64
-			for i := 0; i < nw; i++ {
-				if errs[i] != nil {
-					return errs[i]
-				}
-				total += cands[i*8]
 			}
 			return printBench(cmd, asJSON, []string{"queries", "candidates", "seconds", "candidates_per_second"},
 				map[string]any{"queries": len(queries), "candidates": total, "seconds": secs, "candidates_per_second": float64(total) / secs})
