@@ -67,8 +67,8 @@ type Result struct {
 	Notice    string    `json:"notice,omitempty"` // e.g. fewer candidates than K
 	// Candidates is the number of candidates a fresh list was sampled from
 	// (0 for a re-served list).
-	Candidates int `json:"candidates,omitempty"`
-	Err       error     `json:"-"`                // per-user refusal (budget), nil otherwise
+	Candidates int   `json:"candidates,omitempty"`
+	Err        error `json:"-"` // per-user refusal (budget), nil otherwise
 }
 
 // Option configures a Recommender.

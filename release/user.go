@@ -17,14 +17,14 @@ import (
 // score.Worker; the Beam pipeline from its joins. Both then call Sample with
 // the user's generator, so equal inputs give equal lists.
 type UserInput struct {
-	N         int       // nodes in the graph (candidate ids are in [0, N))
-	Cands     []int32   // candidates reached by a wedge
-	S, Pub    []float64 // s and s_pub of Cands[i]
-	Zero      int       // further candidates with s = s_pub = 0
-	InZero    func(v int32) bool
-	ZeroList  func(dst []int32) []int32 // ascending ids of the zero block (O(N) fallback)
-	DeltaS    float64
-	SMax      float64
+	N        int       // nodes in the graph (candidate ids are in [0, N))
+	Cands    []int32   // candidates reached by a wedge
+	S, Pub   []float64 // s and s_pub of Cands[i]
+	Zero     int       // further candidates with s = s_pub = 0
+	InZero   func(v int32) bool
+	ZeroList func(dst []int32) []int32 // ascending ids of the zero block (O(N) fallback)
+	DeltaS   float64
+	SMax     float64
 	// Canonical sorts the candidates by id before sampling, so the list is
 	// a function of the candidate set rather than of the scorer's
 	// enumeration order. Seeded runs need it (reproducible at any

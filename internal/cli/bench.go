@@ -1,7 +1,6 @@
 package cli
 
 import (
-
 	"encoding/json"
 	"fmt"
 	"github.com/dplp/dplp/calib"
