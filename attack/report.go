@@ -149,10 +149,12 @@ func Plot(results []*Result, base, title string) error {
 	groups := map[string]plotter.XYs{}
 	var names []string
 	ymax, xmin, xmax := 1.0, math.Inf(1), math.Inf(-1)
+	perfect := 0.0 // the largest eps_lb the trials can show (every guess right)
 	for _, r := range results {
 		if r.EpsClaimed == nil || *r.EpsClaimed <= 0 {
 			continue
 		}
+		perfect = math.Max(perfect, EpsLowerBound(r.Positives, r.Positives, 0, r.Trials-r.Positives, Confidence))
 		n := r.Release()
 		if _, ok := groups[n]; !ok {
 			names = append(names, n)
@@ -166,6 +168,14 @@ func Plot(results []*Result, base, title string) error {
 		return fmt.Errorf("attack: no result with a finite claim to plot")
 	}
 	slices.Sort(names)
+	// Series side by side around each claim, so equal points stay visible.
+	for i, n := range names {
+		f := math.Pow(1.06, float64(i)-float64(len(names)-1)/2)
+		for j := range groups[n] {
+			groups[n][j].X *= f
+		}
+	}
+	ymax = math.Max(ymax, perfect)
 	p := gplot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "claimed eps of the observation"
@@ -173,7 +183,7 @@ func Plot(results []*Result, base, title string) error {
 	p.X.Scale = gplot.LogScale{}
 	p.X.Tick.Marker = gplot.LogTicks{Prec: -1}
 	p.Add(plotter.NewGrid())
-	p.Y.Min, p.Y.Max = 0, ymax*1.1
+	p.Y.Min, p.Y.Max = 0, ymax*1.5 // headroom for the legend
 	p.X.Min, p.X.Max = xmin/1.5, xmax*1.5
 	// Diagonal, clipped to the y range.
 	var diag plotter.XYs
@@ -188,6 +198,15 @@ func Plot(results []*Result, base, title string) error {
 		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		p.Add(l)
 		p.Legend.Add("eps_lb = claim", l)
+	}
+	if perfect > 0 {
+		l, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: perfect}, {X: p.X.Max, Y: perfect}})
+		if err != nil {
+			return err
+		}
+		l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("largest eps_lb the trials can show (%.2f)", perfect), l)
 	}
 	for i, n := range names {
 		sc, err := plotter.NewScatter(groups[n])
