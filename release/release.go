@@ -67,8 +67,11 @@ type Result struct {
 	Notice    string    `json:"notice,omitempty"` // e.g. fewer candidates than K
 	// Candidates is the number of candidates a fresh list was sampled from
 	// (0 for a re-served list).
-	Candidates int   `json:"candidates,omitempty"`
-	Err        error `json:"-"` // per-user refusal (budget), nil otherwise
+	Candidates int `json:"candidates,omitempty"`
+	// Delta is the utility sensitivity the noise of a fresh list was
+	// calibrated to (Delta_f(u) for a model; 0 for a re-served list).
+	Delta float64 `json:"delta,omitempty"`
+	Err   error   `json:"-"` // per-user refusal (budget), nil otherwise
 }
 
 // Option configures a Recommender.
@@ -468,7 +471,7 @@ func (r *Recommender) window(ctx context.Context, users []int32, k int, nw int) 
 			} else {
 				res[i].Notice = "re-served at no cost (released before under the same key)"
 			}
-			res[i].Candidates = outs[i].Candidates
+			res[i].Candidates, res[i].Delta = outs[i].Candidates, outs[i].Delta
 			r.notice(&res[i], outs[i], k)
 		}
 		return res, nil
@@ -478,7 +481,7 @@ func (r *Recommender) window(ctx context.Context, users []int32, k int, nw int) 
 		res[i].Fresh = true
 		res[i].Cost = recs[j].Cost
 		res[i].Guarantee = r.guarantee(outs[i].Picks)
-		res[i].Candidates = outs[i].Candidates
+		res[i].Candidates, res[i].Delta = outs[i].Candidates, outs[i].Delta
 		r.notice(&res[i], outs[i], k)
 	}
 	return res, nil

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,8 +14,11 @@ import (
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/evaluate"
 	"github.com/dplp/dplp/gen"
+	"github.com/dplp/dplp/ledger"
+	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/protocol"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/release"
 	"github.com/dplp/dplp/score"
 	"github.com/spf13/cobra"
 )
@@ -151,7 +157,7 @@ seeded (--seed) and reproducible; no files are needed. --json prints one object
 			}
 			tw.Flush()
 			if users > 0 && recModel != nil {
-				if err := demoRecommend(cmd, split, sk, recModel, eps, k, users, seed); err != nil {
+				if err := demoRecommend(cmd, split, recModel, k, users, seed); err != nil {
 					return err
 				}
 			}
@@ -175,48 +181,62 @@ seeded (--seed) and reproducible; no files are needed. --json prints one object
 }
 
 // demoRecommend prints private top-K lists for a few users over all their
-// candidates (deployment) with the DPLP-pub model, marking held-out true edges with '*'.
-func demoRecommend(cmd *cobra.Command, s *protocol.Split, sk score.Kind, tr calib.Transform, eps float64, k, users int, seed uint64) error {
+// candidates (deployment) with the DPLP-pub model, through the release path
+// with an embedded SQLite ledger in a temporary directory (every list is
+// charged before it is printed), marking held-out true edges with '*'.
+func demoRecommend(cmd *cobra.Command, s *protocol.Split, tr calib.Transform, k, users int, seed uint64) error {
+	m, ok := tr.(*model.Model)
+	if !ok {
+		return fmt.Errorf("demo: the DPLP-pub transform is not a compiled model")
+	}
 	o := cmd.OutOrStdout()
-	sc, err := score.New(s.Test, s.Prot, sk)
+	dir, err := os.MkdirTemp("", "dplp-demo-ledger")
 	if err != nil {
 		return err
 	}
-	cfg := calib.Config{Method: calib.Exponential, Kind: sk, Eps: eps, Transform: tr}
-	w := sc.NewWorker()
-	var r score.Result
-	var rl calib.Releaser
-	rng := randx.Derive(seed, 4)
-	show := min(k, 10)
-	fmt.Fprintf(o, "private recommendations (DPLP-pub, all non-neighbours as candidates; first %d of %d shown, * = a held-out true edge; each list costs K x eps_p = %g):\n", show, k, float64(k)*eps)
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	st, err := ledger.Open(ctx, "sqlite:"+filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rec, err := release.New(m, s.Test, s.Prot, release.WithStore(st), release.WithSeed(seed))
+	if err != nil {
+		return err
+	}
 	step := max(1, len(s.Queries)/users)
+	var qis []int
+	var ids []int32
 	for i := 0; i < users && i*step < len(s.Queries); i++ {
-		qi := i * step
-		u := s.Queries[qi]
-		w.Score(u, &r)
-		plan := cfg.Plan(calib.QueryOf(&r))
-		list, err := rl.Release(&plan, w, &r, k, rng, nil)
-		if err != nil {
-			return err
-		}
+		qis = append(qis, i*step)
+		ids = append(ids, s.Queries[i*step])
+	}
+	show := min(k, 10)
+	fmt.Fprintf(o, "private recommendations (DPLP-pub, all non-neighbours as candidates, charged to an embedded SQLite ledger before printing; first %d of %d shown, * = a held-out true edge):\n", show, k)
+	return rec.Stream(ctx, ids, k, func(i int, r release.Result) error {
+		qi := qis[i]
 		var b strings.Builder
-		for j, v := range list[:min(show, len(list))] {
+		hits := 0
+		for j, l := range r.List {
+			v, _ := s.Test.ID(l)
+			if s.Label(qi, v) {
+				hits++
+			}
+			if j >= show {
+				continue
+			}
 			if j > 0 {
 				b.WriteByte(' ')
 			}
-			b.WriteString(s.Test.Label(v))
+			b.WriteString(l)
 			if s.Label(qi, v) {
 				b.WriteByte('*')
 			}
 		}
-		hits := 0
-		for _, v := range list {
-			if s.Label(qi, v) {
-				hits++
-			}
-		}
-		fmt.Fprintf(o, "  user %s (degree %d, Delta_s %.3g, Delta_f %.3g): %s  [%d of %d held-out edges in the top %d]\n",
-			s.Test.Label(u), s.Test.Degree(u), r.DeltaS, plan.Delta, b.String(), hits, len(s.TestPos[qi]), k)
-	}
-	return nil
+		u := ids[i]
+		fmt.Fprintf(o, "  user %s (degree %d, Delta_f %.3g, charged %g): %s  [%d of %d held-out edges in the top %d]\n",
+			r.User, s.Test.Degree(u), r.Delta, r.Cost, b.String(), hits, len(s.TestPos[qi]), k)
+		return nil
+	})
 }
