@@ -122,11 +122,18 @@ func parseOld(path string, data []byte) ([]Release, map[string]float64, error) {
 		case r > s+slack:
 			return nil, nil, fmt.Errorf("%s: user %q: releases cost %v in total, more than the spent figure %v (file inconsistent)", path, u, r, s)
 		case r < s-slack:
-			out = append(out, Release{
+			adj, err := normalize(Release{
 				User: u, Model: AdjustmentModel + path, K: 1, EpsP: s - r, Cost: s - r, Rho: (s - r) * (s - r) / 2,
 				List: []string{}, IdemKey: fmt.Sprintf("import:%s:adjust", tag), Time: now,
 				Influencers: []string{"*"},
-			})
+			}, now)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: user %q: adjustment of %v: %w", path, u, s-r, err)
+			}
+			if math.IsInf(adj.Rho, 1) {
+				return nil, nil, fmt.Errorf("%s: user %q: spent %v too large", path, u, s)
+			}
+			out = append(out, adj)
 		}
 	}
 	return out, spent, nil
