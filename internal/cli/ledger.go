@@ -1,0 +1,267 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dplp/dplp/ledger"
+)
+
+const storeHelp = "ledger store: sqlite:PATH (created if missing) or postgres://user@host/db"
+
+func newLedgerCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ledger",
+		Short: "Inspect the privacy-budget ledger store and import old JSON ledgers",
+		Long: `The ledger records every released top-K list with the pure-DP epsilon and
+zCDP rho it cost (privacy-model §6), in a SQLite file or a PostgreSQL database
+(see docs/LEDGER.md). These commands import the old JSON ledger and report
+per-user spending and per-party exposure.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.AddCommand(newLedgerImportCmd(), newLedgerShowCmd(), newLedgerExposureCmd())
+	return cmd
+}
+
+func openStore(cmd *cobra.Command, dsn string) (ledger.Store, error) {
+	if dsn == "" {
+		return nil, errors.New("--store is required (" + storeHelp + ")")
+	}
+	return ledger.Open(cmdContext(cmd), dsn)
+}
+
+func cmdContext(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}
+
+func newLedgerImportCmd() *cobra.Command {
+	var store string
+	cmd := &cobra.Command{
+		Use:   "import FILE --store S",
+		Short: "Import an old JSON ledger (account format version 1) into a store",
+		Long: `Charges every release of an old JSON ledger (written by earlier dplp
+versions) to the store, in one transaction and without caps. Each user's
+imported spending equals the file's "spent" figure: when the file's releases
+sum to less (a list sampled again replaced the older one), an adjustment
+entry makes up the difference. Imported releases are attributed to every
+protected party (influencers "*"), since the old ledger did not record them.
+Importing the same file again records nothing. An invalid file is an error
+naming the file and the entry, and nothing is recorded.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := openStore(cmd, store)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			n, err := ledger.ImportJSON(cmdContext(cmd), s, args[0])
+			if err != nil {
+				return err
+			}
+			users, err := s.Users(cmdContext(cmd))
+			if err != nil {
+				return err
+			}
+			total := 0.0
+			for _, u := range users {
+				total += u.Spent
+			}
+			if n == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "nothing new in %s (already imported or empty)\n", args[0])
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "imported %d entries from %s\n", n, args[0])
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "store now: %d users, total spent %.6g\n", len(users), total)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&store, "store", "", storeHelp)
+	return cmd
+}
+
+type ledgerUserJSON struct {
+	User     string  `json:"user"`
+	Spent    float64 `json:"spent"`
+	Releases int     `json:"releases"`
+}
+
+type ledgerShowJSON struct {
+	Users      []ledgerUserJSON `json:"users"`
+	TotalSpent float64          `json:"total_spent"`
+}
+
+func newLedgerShowCmd() *cobra.Command {
+	var store string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show --store S [--json]",
+		Short: "Print every user's spending",
+		Long: `Prints, for every user with at least one release, the total pure-DP epsilon
+spent (basic composition of the user's lists), the total zCDP rho, the number
+of releases, and how many of them used a seeded noise generator (those carry
+no privacy guarantee; a warning is printed on stderr). With --json the output
+is exactly {"users": [{"user", "spent", "releases"}], "total_spent"}.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := openStore(cmd, store)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			users, err := s.Users(cmdContext(cmd))
+			if err != nil {
+				return err
+			}
+			out := ledgerShowJSON{Users: []ledgerUserJSON{}}
+			seeded := 0
+			for _, u := range users {
+				out.Users = append(out.Users, ledgerUserJSON{u.User, u.Spent, u.Releases})
+				out.TotalSpent += u.Spent
+				seeded += u.Seeded
+			}
+			if seeded > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %d releases used a seeded noise generator: they have no privacy guarantee and must not be deployed\n", seeded)
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "user\tspent (eps)\trho\treleases\tseeded\t")
+			for _, u := range users {
+				fmt.Fprintf(tw, "%s\t%.6g\t%.6g\t%d\t%d\t\n", u.User, u.Spent, u.Rho, u.Releases, u.Seeded)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%d users, total spent %.6g (the sum is not a guarantee; each user's own spending is)\n", len(users), out.TotalSpent)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&store, "store", "", storeHelp)
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"users": [{"user", "spent", "releases"}], "total_spent"}`)
+	return cmd
+}
+
+type exposureEntryJSON struct {
+	Party string  `json:"party"`
+	Eps   float64 `json:"eps"`
+	Rho   float64 `json:"rho"`
+}
+
+type exposureSummaryJSON struct {
+	Count int     `json:"count"`
+	Mean  float64 `json:"mean"`
+	P50   float64 `json:"p50"`
+	P90   float64 `json:"p90"`
+	Max   float64 `json:"max"`
+}
+
+type exposureJSON struct {
+	Parties  []exposureEntryJSON `json:"parties"`
+	Unlisted exposureEntryJSON   `json:"unlisted"`
+	Summary  exposureSummaryJSON `json:"summary"`
+}
+
+// quantile is the nearest-rank q-quantile of sorted xs (0 when empty).
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
+
+func newLedgerExposureCmd() *cobra.Command {
+	var store string
+	var top int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "exposure --store S [--top N] [--json]",
+		Short: "Print the most exposed protected parties and the distribution of exposure",
+		Long: `exposure(w) bounds what a coalition of users can learn about protected party
+w: the sum of the costs of every release whose list w's protected pairs could
+change (privacy-model §6). Releases whose influencers are unknown or all
+parties ("*", for example imported ones) count for everyone: their sum is
+printed as "every other party". Prints the --top most exposed parties (0 =
+all) and a summary over all named parties (count, mean, p50, p90, max of eps).
+Exposure is reported, never enforced. With --json: {"parties": [{"party",
+"eps", "rho"}], "unlisted": {"party": "*", "eps", "rho"}, "summary": {"count",
+"mean", "p50", "p90", "max"}}.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if top < 0 {
+				return fmt.Errorf("--top %d: want >= 0 (0 = all)", top)
+			}
+			s, err := openStore(cmd, store)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			all, err := s.Exposure(cmdContext(cmd), 0)
+			if err != nil {
+				return err
+			}
+			out := exposureJSON{Parties: []exposureEntryJSON{}, Unlisted: exposureEntryJSON{Party: "*"}}
+			var eps []float64
+			for _, e := range all {
+				if e.Party == "*" {
+					out.Unlisted = exposureEntryJSON{e.Party, e.Eps, e.Rho}
+					continue
+				}
+				eps = append(eps, e.Eps)
+				if top == 0 || len(out.Parties) < top {
+					out.Parties = append(out.Parties, exposureEntryJSON{e.Party, e.Eps, e.Rho})
+				}
+			}
+			sort.Float64s(eps)
+			out.Summary.Count = len(eps)
+			if len(eps) > 0 {
+				sum := 0.0
+				for _, x := range eps {
+					sum += x
+				}
+				out.Summary.Mean = sum / float64(len(eps))
+				out.Summary.P50 = quantile(eps, 0.5)
+				out.Summary.P90 = quantile(eps, 0.9)
+				out.Summary.Max = eps[len(eps)-1]
+			}
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
+			}
+			w := cmd.OutOrStdout()
+			if len(eps) == 0 && out.Unlisted.Eps == 0 {
+				fmt.Fprintln(w, "no exposure recorded")
+				return nil
+			}
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "party\texposure (eps)\trho\t")
+			for _, e := range out.Parties {
+				fmt.Fprintf(tw, "%s\t%.6g\t%.6g\t\n", e.Party, e.Eps, e.Rho)
+			}
+			if out.Unlisted.Eps > 0 || out.Unlisted.Rho > 0 {
+				fmt.Fprintf(tw, "every other party\t%.6g\t%.6g\t\n", out.Unlisted.Eps, out.Unlisted.Rho)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			m := out.Summary
+			fmt.Fprintf(w, "%d named parties: mean %.6g, p50 %.6g, p90 %.6g, max %.6g (eps)\n", m.Count, m.Mean, m.P50, m.P90, m.Max)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&store, "store", "", storeHelp)
+	cmd.Flags().IntVar(&top, "top", 20, "print the N most exposed parties (0 = all)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}
