@@ -19,6 +19,7 @@ func newAuditCmd() *cobra.Command {
 		cal                string
 		kinds, methods     []string
 		asJSON, verbose    bool
+		e2e                bool
 		variant, modelPath string
 		epochs             int
 	)
@@ -40,12 +41,24 @@ Prints cases, the worst log-ratio, its bound, violations and the worst case
 worst_log_ratio, bound, violations (and details). Exit status 1 when anything
 fails. --calibration reference audits the authors' calibration, which fails.
 --variant V (or --model FILE) audits DPLP's learned utilities: the compiled
-monotone table f (plus h(s_pub) for dplp-pub) with Delta_f computed exactly.`,
+monotone table f (plus h(s_pub) for dplp-pub) with Delta_f computed exactly.
+
+--end-to-end audits the deployed pipeline instead (package audit/endtoend):
+for random graphs and adversarial families (a hub protected to all of u's
+neighbours, stars, cliques, degree-1 queries, degree-2 neighbours, many
+protected non-edges) it trains the model on G and on every neighbouring G'
+(the tables must be bit-identical), runs the real release path for every
+user on both, checks |q - q'| <= Delta_f per candidate, the exposure
+influence sets, and that the exact probability of every list of length <= --k
+moves by at most the eps the ledger charges for it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if cfg.Calibration, err = calib.ParseCalibration(cal); err != nil {
 				return err
+			}
+			if e2e {
+				return runEndToEnd(cmd, cfg, kinds, variant, epochs, asJSON)
 			}
 			cfg.Kinds = cfg.Kinds[:0]
 			for _, k := range kinds {
@@ -90,6 +103,9 @@ monotone table f (plus h(s_pub) for dplp-pub) with Delta_f computed exactly.`,
 					}
 					cfg.Kinds = []score.Kind{sk}
 					cfg.Transforms = map[score.Kind]calib.Transform{sk: m}
+					if !cmd.Flags().Changed("eps") {
+						cfg.Eps = m.EpsP // audit the model at the eps it releases at
+					}
 					cfg.Label = "model " + modelPath + " (" + m.Variant + ")"
 					break
 				}
@@ -136,6 +152,7 @@ monotone table f (plus h(s_pub) for dplp-pub) with Delta_f computed exactly.`,
 	f.StringVar(&variant, "variant", "", "audit learned utilities: train this DPLP variant (dplp, lin, umnn, dplp-pub) per score on a synthetic graph and audit its compiled table")
 	f.StringVar(&modelPath, "model", "", "audit the compiled transform of a saved model (its score only)")
 	f.IntVar(&epochs, "epochs", 5, "with --variant: training epochs")
+	f.BoolVar(&e2e, "end-to-end", false, "audit the whole deployed pipeline: training on every neighbouring graph (bit-identical models required), the release path's utilities, exact list probabilities against the charged cost, influence sets (--variant selects the model, default dplp; --graphs, --k, --eps, --seed, --score apply)")
 	return cmd
 }
 
