@@ -81,9 +81,9 @@ type Report struct {
 	ModelChanges     int     `json:"model_changes"` // neighbouring graphs whose trained tables differ
 	Cases            int64   `json:"cases"`         // (G, G', u, K) comparisons
 	Lists            int64   `json:"lists"`
-	NoisyCases       int64   `json:"noisy_cases"` // cases where the plan adds noise (Delta > 0)
-	WorstLogRatio    float64 `json:"worst_log_ratio"` // largest |ln P_G - ln P_G'| over all lists (InfRatio: a list possible in one graph only)
-	WorstBound       float64 `json:"worst_bound"`     // the cost charged for that list
+	NoisyCases       int64   `json:"noisy_cases"`        // cases where the plan adds noise (Delta > 0)
+	WorstLogRatio    float64 `json:"worst_log_ratio"`    // largest |ln P_G - ln P_G'| over all lists (InfRatio: a list possible in one graph only)
+	WorstBound       float64 `json:"worst_bound"`        // the cost charged for that list
 	Violations       int64   `json:"violations"`         // ln ratio > cost
 	UtilityChecks    int64   `json:"utility_checks"`     // candidates compared
 	UtilityViolation int64   `json:"utility_violations"` // |q - q'| > Delta or plan changed
