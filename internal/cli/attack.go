@@ -74,7 +74,7 @@ fpr, accuracy, eps_claimed (null: no claim), eps_lower_bound and more.
 				return err
 			}
 			if m != calib.NonPrivate && m != calib.PublicOnly {
-				if err := checkPos("eps", eps); err != nil {
+				if err := checkEps("eps", eps, 0); err != nil {
 					return err
 				}
 			}

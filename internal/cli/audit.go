@@ -79,7 +79,7 @@ moves by at most the eps the ledger charges for it.`,
 				}
 				cfg.Methods = append(cfg.Methods, mm)
 			}
-			if err := checkPos("eps", cfg.Eps); err != nil {
+			if err := checkEps("eps", cfg.Eps, cfg.MaxK); err != nil {
 				return err
 			}
 			switch {

@@ -168,6 +168,9 @@ not a deployment.`,
 			if k < 1 {
 				return fmt.Errorf("--k must be >= 1, got %d", k)
 			}
+			if err := checkEps("eps", eps, k); err != nil {
+				return err
+			}
 			cfg := calib.Config{Method: m, Kind: sk, Eps: eps}
 			if err := cfg.Validate(); err != nil {
 				return err

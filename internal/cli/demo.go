@@ -60,7 +60,7 @@ seeded (--seed) and reproducible; no files are needed. --json prints one object
 			if err != nil {
 				return err
 			}
-			if err := checkPos("eps", eps); err != nil {
+			if err := checkEps("eps", eps, k); err != nil {
 				return err
 			}
 			if err := checkFrac("sigma", sigma); err != nil {

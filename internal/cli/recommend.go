@@ -111,6 +111,9 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	if err := checkEps("model eps_p", m.EpsP, o.k); err != nil {
+		return fmt.Errorf("%s: %w", o.modelPath, err)
+	}
 	g, _, err := loadGraph(cmd, o.graph)
 	if err != nil {
 		return err

@@ -112,7 +112,7 @@ costs no privacy; privacy-model §10).`,
 			if err != nil {
 				return err
 			}
-			if err := checkPos("eps", eps); err != nil {
+			if err := checkEps("eps", eps, 0); err != nil {
 				return err
 			}
 			if out == "" {
