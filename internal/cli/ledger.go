@@ -136,10 +136,10 @@ is exactly {"users": [{"user", "spent", "releases"}], "total_spent"}.`,
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "user\tspent (eps)\trho\treleases\tseeded\t")
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "user\tspent_eps\trho\treleases\tseeded")
 			for _, u := range users {
-				fmt.Fprintf(tw, "%s\t%.6g\t%.6g\t%d\t%d\t\n", u.User, u.Spent, u.Rho, u.Releases, u.Seeded)
+				fmt.Fprintf(tw, "%s\t%.6g\t%.6g\t%d\t%d\n", u.User, u.Spent, u.Rho, u.Releases, u.Seeded)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -244,18 +244,22 @@ Exposure is reported, never enforced. With --json: {"parties": [{"party",
 				fmt.Fprintln(w, "no exposure recorded")
 				return nil
 			}
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "party\texposure (eps)\trho\t")
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "party\texposure_eps\trho")
 			for _, e := range out.Parties {
-				fmt.Fprintf(tw, "%s\t%.6g\t%.6g\t\n", e.Party, e.Eps, e.Rho)
+				fmt.Fprintf(tw, "%s\t%.6g\t%.6g\n", e.Party, e.Eps, e.Rho)
 			}
 			if out.Unlisted.Eps > 0 || out.Unlisted.Rho > 0 {
-				fmt.Fprintf(tw, "every other party\t%.6g\t%.6g\t\n", out.Unlisted.Eps, out.Unlisted.Rho)
+				fmt.Fprintf(tw, "(every other party)\t%.6g\t%.6g\n", out.Unlisted.Eps, out.Unlisted.Rho)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
 			m := out.Summary
+			if m.Count == 0 {
+				fmt.Fprintln(w, "no named parties: every release counted for every party")
+				return nil
+			}
 			fmt.Fprintf(w, "%d named parties: mean %.6g, p50 %.6g, p90 %.6g, max %.6g (eps)\n", m.Count, m.Mean, m.P50, m.P90, m.Max)
 			return nil
 		},

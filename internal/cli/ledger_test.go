@@ -154,7 +154,7 @@ func TestLedgerExposure(t *testing.T) {
 		t.Fatalf("summary: %+v", sm)
 	}
 	out, _, err = run(t, "ledger", "exposure", "--store", store)
-	if err != nil || !strings.Contains(out, "p9") || !strings.Contains(out, "every other party") || !strings.Contains(out, "10 named parties") {
+	if err != nil || !strings.Contains(out, "p9") || !strings.Contains(out, "(every other party)") || !strings.Contains(out, "10 named parties") {
 		t.Fatalf("table: %s %v", out, err)
 	}
 }
