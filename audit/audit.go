@@ -453,7 +453,7 @@ func Run(cfg Config) (*Report, error) {
 					plans[mi] = cfgs[mi].Plan(q.info)
 					vals := utilities(&plans[mi], &q)
 					for k := 1; k <= min(maxK(&cfgs[mi], cfg.MaxK), len(q.cands)); k++ {
-						d, ok, err := exactDist(&cfgs[mi], &plans[mi], vals, k)
+						d, ok, err := exactDistQ(&cfgs[mi], &plans[mi], vals, q.pub, k)
 						if err != nil {
 							return nil, err
 						}
@@ -464,7 +464,7 @@ func Run(cfg Config) (*Report, error) {
 					if chiDone[mi] < cfg.ChiCases && cfg.ChiSamples > 0 && len(q.cands) >= 3 {
 						chiDone[mi]++
 						for _, d := range dists[mi] {
-							res := chiTest(&plans[mi], vals, d, cfg.ChiSamples, r)
+							res := chiTest(&plans[mi], vals, q.pub, d, cfg.ChiSamples, r)
 							res.Method, res.Score = cfgs[mi].Method.String(), kind.String()
 							rep.Chi = append(rep.Chi, res)
 							rep.MinChiP = min(rep.MinChiP, res.P)
@@ -515,11 +515,16 @@ func Run(cfg Config) (*Report, error) {
 							vals2 := utilities(&plan2, &q2)
 							for _, d := range dists[mi] {
 								k := len(d.lists[0])
-								d2, _, err := exactDist(&cfgs[mi], &plan2, vals2, k)
+								d2, _, err := exactDistQ(&cfgs[mi], &plan2, vals2, q2.pub, k)
 								if err != nil {
 									return nil, err
 								}
 								bound, proven := cfgs[mi].Guarantee(k)
+								// Per-list bound: the lexicographic plan's lists cost their random picks only.
+								lb, costInvariant, err := listBound(bound, &plans[mi], &plan2, q.pub, q2.pub, k)
+								if err != nil {
+									return nil, err
+								}
 								key := rowKey{cfgs[mi].Method, k}
 								row := rows[key]
 								if row == nil {
@@ -535,21 +540,21 @@ func Run(cfg Config) (*Report, error) {
 									}
 								}
 								row.Worst = max(row.Worst, worst)
-								if worst > bound+tol*(1+bound) {
+								if worst > lb+tol*(1+lb) || !costInvariant {
 									row.Violations++
 									rep.Violations++
 								}
-								rel := relToBound(worst, bound)
+								rel := relToBound(worst, lb)
 								if rel > worstRel {
 									worstRel = rel
-									rep.WorstLogRatio, rep.Bound = worst, bound
+									rep.WorstLogRatio, rep.Bound = worst, lb
 									list := make([]int32, k)
 									for j, c := range d.lists[worstI] {
 										list[j] = q.cands[c]
 									}
 									rep.Worst = &Case{Method: key.m.String(), Score: kind.String(), K: k, Nodes: n, Edges: edges,
 										Protected: p.Pairs(), U: u, W: w, Toggled: xs, List: list,
-										LogP: finite(d.logp[worstI]), LogPPrime: finite(d2.logp[worstI]), LogRatio: worst, Bound: bound}
+										LogP: finite(d.logp[worstI]), LogPPrime: finite(d2.logp[worstI]), LogRatio: worst, Bound: lb}
 								}
 							}
 						}
@@ -575,7 +580,7 @@ func Run(cfg Config) (*Report, error) {
 
 // chiTest samples the plan's mechanism and compares list frequencies with
 // the exact distribution d.
-func chiTest(plan *calib.Plan, vals []float64, d dist, samples int, r *rand.Rand) ChiResult {
+func chiTest(plan *calib.Plan, vals, pub []float64, d dist, samples int, r *rand.Rand) ChiResult {
 	k := len(d.lists[0])
 	index := make(map[[4]int]int, len(d.lists))
 	for i, l := range d.lists {
@@ -592,7 +597,7 @@ func chiTest(plan *calib.Plan, vals []float64, d dist, samples int, r *rand.Rand
 	var dst []int
 	for s := 0; s < samples; s++ {
 		var err error
-		dst, err = plan.Sample(u, k, r, dst[:0])
+		dst, err = plan.SampleWithPub(u, pub, k, r, dst[:0])
 		if err != nil || len(dst) != k {
 			return ChiResult{K: k, Stat: math.Inf(1), P: 0}
 		}

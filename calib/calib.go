@@ -95,6 +95,14 @@ type Query struct {
 	RefMaxDeg    int // reference only: max degree of the graph
 }
 
+// Lexicographic is implemented by transforms released with the
+// lexicographic mechanism (DPLP-pub, model variant dplp-pub): candidates
+// ranked by s_pub exactly, the exponential mechanism on the transform of s
+// only within groups of equal s_pub (privacy-model §11).
+type Lexicographic interface {
+	Lexicographic() bool
+}
+
 // Config fixes a release mechanism.
 type Config struct {
 	Method      Method
@@ -102,6 +110,22 @@ type Config struct {
 	Kind        score.Kind // base score (the reference calibration's Delta depends on it)
 	Eps         float64    // eps_p, per pick
 	Transform   Transform  // nil: utility is the base score itself
+	// Lexicographic selects the lexicographic mechanism (Method must be
+	// Exponential, rigorous calibration): rank by s_pub, and by the
+	// exponential mechanism on the utility (the transform of s, or s itself
+	// without a transform) within groups of equal s_pub. A transform that
+	// implements Lexicographic and returns true selects it too.
+	Lexicographic bool
+}
+
+// Lex reports whether the configuration releases with the lexicographic
+// mechanism.
+func (c *Config) Lex() bool {
+	if c.Lexicographic {
+		return true
+	}
+	l, ok := c.Transform.(Lexicographic)
+	return ok && l.Lexicographic()
 }
 
 // Validate checks the configuration.
@@ -117,6 +141,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Method == PublicOnly && c.Transform != nil {
 		return fmt.Errorf("calib: public-only ranks s_pub itself, without a transform")
+	}
+	if c.Lex() && (c.Method != Exponential || c.Calibration != Rigorous) {
+		return fmt.Errorf("calib: the lexicographic mechanism (DPLP-pub) is the exponential mechanism with the rigorous calibration, got %s/%s", c.Method, c.Calibration)
 	}
 	return nil
 }
@@ -143,6 +170,7 @@ func refDelta(k score.Kind, a, maxDeg int) float64 {
 type Plan struct {
 	cfg   *Config
 	q     Query
+	lex   bool    // lexicographic mechanism (rank by s_pub, exponential within groups)
 	norm  float64 // reference: divide scores by this
 	Delta float64 // utility sensitivity used for the noise
 	Scale float64 // noise scale (0: exact top-K)
@@ -151,7 +179,7 @@ type Plan struct {
 
 // Plan calibrates the mechanism for query q.
 func (c *Config) Plan(q Query) Plan {
-	p := Plan{cfg: c, q: q, norm: 1}
+	p := Plan{cfg: c, q: q, norm: 1, lex: c.Lex()}
 	if c.Method == NonPrivate || c.Method == PublicOnly {
 		return p
 	}
@@ -214,8 +242,63 @@ func (p *Plan) Utility(s, sPub float64) float64 {
 // Exact reports whether the plan adds no noise.
 func (p *Plan) Exact() bool { return p.Scale == 0 }
 
-// Sample releases an ordered list of up to k picks (indices into u).
+// Lexicographic reports whether the plan ranks by s_pub first (DPLP-pub);
+// its lists must be sampled with SampleWithPub.
+func (p *Plan) Lexicographic() bool { return p.lex }
+
+// SampleWithPub releases an ordered list of up to k picks (indices into u)
+// given pub[i], the public score s_pub of the candidate behind u.Vals[i];
+// every block of u is a block of candidates with s = s_pub = 0 (the zero
+// block). The lexicographic plan needs the public scores; every other plan
+// ignores them and is Sample.
+func (p *Plan) SampleWithPub(u *mech.Utilities, pub []float64, k int, r *rand.Rand, dst []int) ([]int, error) {
+	if !p.lex {
+		return p.Sample(u, k, r, dst)
+	}
+	return mech.LexTopK(u, pub, nil, k, p.Scale, r, dst)
+}
+
+// Picks is the number of random picks of a list of min(k, u.Len())
+// released from u by this plan (what the list is charged for): 0 for an
+// exact plan (Delta = 0, public-only, non-private), for the lexicographic
+// plan the positions not fixed by the public scores (mech.LexPicks: a
+// function of pub and the block sizes only, so invariant), otherwise every
+// position. pub and blocks are as in SampleWithPub; pub is only read by
+// the lexicographic plan, and its order does not matter.
+func (p *Plan) Picks(u *mech.Utilities, pub []float64, k int) (int, error) {
+	if k < 1 {
+		return 0, fmt.Errorf("calib: k must be >= 1, got %d", k)
+	}
+	if p.Exact() {
+		return 0, nil
+	}
+	if p.lex {
+		return mech.LexPicks(u, pub, nil, k)
+	}
+	return min(k, u.Len()), nil
+}
+
+// ListCost is the protected-pair eps claimed for a list with the given
+// number of random picks (Picks): picks x eps_p, 0 for public-only and for
+// an exact plan of an invariant utility, +Inf for the non-private top-K.
+// For the one-shot Laplace and staircase baselines with picks > 1 it is
+// the paper's claim, which is not proven (Config.Guarantee).
+func (p *Plan) ListCost(picks int) float64 {
+	switch p.cfg.Method {
+	case NonPrivate:
+		return math.Inf(1)
+	case PublicOnly:
+		return 0
+	}
+	return float64(picks) * p.cfg.Eps
+}
+
+// Sample releases an ordered list of up to k picks (indices into u). The
+// lexicographic plan refuses (it needs the public scores: SampleWithPub).
 func (p *Plan) Sample(u *mech.Utilities, k int, r *rand.Rand, dst []int) ([]int, error) {
+	if p.lex {
+		return dst[:0], fmt.Errorf("calib: the lexicographic (DPLP-pub) plan needs public scores: use SampleWithPub")
+	}
 	if p.Exact() {
 		return mech.ExactTopK(u, k, r, dst)
 	}
@@ -255,6 +338,8 @@ func (c *Config) Guarantee(k int) (eps float64, proven bool) {
 	case NonPrivate:
 		return math.Inf(1), false
 	case Exponential, LaplacePeeling:
+		// The lexicographic mechanism's lists cost at most this (Plan.Picks
+		// gives each list's exact, smaller-or-equal cost).
 		return float64(k) * c.Eps, c.Calibration == Rigorous
 	}
 	if k == 1 {

@@ -108,3 +108,54 @@ func TestParse(t *testing.T) {
 		t.Fatal("one-shot Laplace K>1 has no proof")
 	}
 }
+
+// TestLexicographicPlan: the DPLP-pub plan ranks by s_pub, charges only
+// random picks, refuses Sample without public scores and any other method.
+func TestLexicographicPlan(t *testing.T) {
+	cfg := Config{Method: Exponential, Kind: score.CN, Eps: 0.5, Lexicographic: true}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := cfg.Plan(Query{DeltaS: 2, SMax: 10})
+	if !p.Lexicographic() || p.Scale != 2*2/0.5 {
+		t.Fatalf("plan %+v", p)
+	}
+	u := &mech.Utilities{Vals: []float64{9, 1, 5, 2}, Blocks: []mech.Block{{Val: 0, Size: 4}}}
+	pub := []float64{0, 3, 2, 2}
+	r := randx.Seeded(1)
+	for range 50 {
+		l, err := p.SampleWithPub(u, pub, 3, r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l[0] != 1 || (l[1] != 2 && l[1] != 3) || l[2] != 5-l[1] {
+			t.Fatalf("list %v ignores the public order", l)
+		}
+	}
+	if n, _ := p.Picks(u, pub, 3); n != 1 { // {1} free, {2,3}: one random pick, last forced
+		t.Fatalf("picks %d, want 1", n)
+	}
+	if n, _ := p.Picks(u, pub, 5); n != 3 { // + two from the zero group (candidate 0 and the block: 5 members)
+		t.Fatalf("picks %d, want 3", n)
+	}
+	if c := p.ListCost(2); c != 1 {
+		t.Fatalf("cost %v", c)
+	}
+	if _, err := p.Sample(u, 3, r, nil); err == nil {
+		t.Fatal("Sample without public scores accepted")
+	}
+	if z := cfg.Plan(Query{DeltaS: 0, SMax: 10}); !z.Exact() {
+		t.Fatal("Delta 0 must be exact")
+	} else if n, _ := z.Picks(u, pub, 5); n != 0 {
+		t.Fatal("an exact plan costs nothing")
+	}
+	ex := Config{Method: Exponential, Kind: score.CN, Eps: 0.5}
+	pe := ex.Plan(Query{DeltaS: 2, SMax: 10})
+	if n, _ := pe.Picks(u, pub, 5); n != 5 {
+		t.Fatalf("exponential picks %d, want 5", n)
+	}
+	bad := Config{Method: Laplace, Kind: score.CN, Eps: 0.5, Lexicographic: true}
+	if bad.Validate() == nil {
+		t.Fatal("lexicographic Laplace accepted")
+	}
+}

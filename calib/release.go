@@ -27,12 +27,13 @@ func (rl *Releaser) Release(p *Plan, w *score.Worker, r *score.Result, k int, rn
 	for i := range r.Cands {
 		rl.u.Vals = append(rl.u.Vals, p.Utility(r.S[i], r.Pub[i]))
 	}
+	// r.Pub is aligned with the utilities; the lexicographic plan ranks by it.
 	rl.u.Blocks = rl.u.Blocks[:0]
 	if r.Zero > 0 {
 		rl.u.Blocks = append(rl.u.Blocks, mech.Block{Val: p.Utility(0, 0), Size: r.Zero})
 	}
 	var err error
-	rl.picks, err = p.Sample(&rl.u, k, rng, rl.picks[:0])
+	rl.picks, err = p.SampleWithPub(&rl.u, r.Pub, k, rng, rl.picks[:0])
 	if err != nil {
 		return dst, err
 	}

@@ -104,6 +104,14 @@ type Result struct {
 	// ZeroNoise counts queries released without noise (Delta = 0 in the
 	// rigorous mode; a(u) = 0 in the reference mode).
 	ZeroNoise int
+	// EpsSpent is the mean protected-pair eps charged per released list
+	// (calib.Plan.ListCost of its random picks, Plan.Picks): K x eps_p for
+	// the exponential mechanism, less for the lexicographic DPLP-pub (picks
+	// fixed by the public scores are free), 0 for public-only, +Inf for
+	// the non-private top-K.
+	EpsSpent float64
+	// Picks is the mean number of random picks per list.
+	Picks float64
 }
 
 // Run releases a top-k list for every evaluation query of the split under
@@ -134,6 +142,7 @@ func RunScorer(s *protocol.Split, sc *score.Scorer, cfg calib.Config, k int, see
 	type acc struct {
 		cands []int32
 		u     mech.Utilities
+		pub   []float64
 		picks []int
 		rel   []bool
 		pos   []float64
@@ -146,6 +155,8 @@ func RunScorer(s *protocol.Split, sc *score.Scorer, cfg calib.Config, k int, see
 	perQ := make([]metrics.TopK, len(s.Queries))
 	rocQ := make([]float64, len(s.Queries))
 	zeroQ := make([]bool, len(s.Queries))
+	costQ := make([]float64, len(s.Queries))
+	picksQ := make([]int, len(s.Queries))
 	idx := make(map[int32]int, len(s.Queries))
 	for i, q := range s.Queries {
 		idx[q] = i
@@ -162,11 +173,13 @@ func RunScorer(s *protocol.Split, sc *score.Scorer, cfg calib.Config, k int, see
 		zeroQ[i] = plan.Exact()
 		a.cands = s.Candidates(i, a.cands)
 		a.u.Vals = a.u.Vals[:0]
+		a.pub = a.pub[:0]
 		a.pos, a.neg = a.pos[:0], a.neg[:0]
 		for _, v := range a.cands {
 			sv, pv := wk.At(v)
 			q := plan.Utility(sv, pv)
 			a.u.Vals = append(a.u.Vals, q)
+			a.pub = append(a.pub, pv)
 			if s.Label(i, v) {
 				a.pos = append(a.pos, q)
 			} else {
@@ -174,11 +187,16 @@ func RunScorer(s *protocol.Split, sc *score.Scorer, cfg calib.Config, k int, see
 			}
 		}
 		var err error
-		a.picks, err = plan.Sample(&a.u, k, randx.Derive(seed, uint64(i)), a.picks[:0])
+		a.picks, err = plan.SampleWithPub(&a.u, a.pub, k, randx.Derive(seed, uint64(i)), a.picks[:0])
 		if err != nil {
 			firstErr.CompareAndSwap(nil, err)
 			return
 		}
+		if picksQ[i], err = plan.Picks(&a.u, a.pub, k); err != nil {
+			firstErr.CompareAndSwap(nil, err)
+			return
+		}
+		costQ[i] = plan.ListCost(picksQ[i])
 		a.rel = a.rel[:0]
 		for _, p := range a.picks {
 			a.rel = append(a.rel, s.Label(i, a.cands[p]))
@@ -200,6 +218,8 @@ func RunScorer(s *protocol.Split, sc *score.Scorer, cfg calib.Config, k int, see
 		if zeroQ[i] {
 			res.ZeroNoise++
 		}
+		res.EpsSpent += costQ[i]
+		res.Picks += float64(picksQ[i])
 		if !math.IsNaN(rocQ[i]) {
 			roc += rocQ[i]
 			nroc++
@@ -208,6 +228,8 @@ func RunScorer(s *protocol.Split, sc *score.Scorer, cfg calib.Config, k int, see
 	res.Queries = len(s.Queries)
 	if res.Queries > 0 {
 		res.Mean.Scale(1 / float64(res.Queries))
+		res.EpsSpent /= float64(res.Queries)
+		res.Picks /= float64(res.Queries)
 	}
 	res.ROCAUC = math.NaN()
 	if nroc > 0 {

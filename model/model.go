@@ -41,6 +41,11 @@ var (
 	ErrVersion   = errors.New("model: unsupported format version")
 	ErrChecksum  = errors.New("model: checksum mismatch (file corrupted or edited)")
 	ErrMalformed = errors.New("model: malformed model file")
+	// ErrOldPublic: a dplp-pub model with a public transform h, from before
+	// the lexicographic mechanism. It is refused rather than released
+	// under the old utility h(s_pub) + f(s), which could collapse to the
+	// plain exponential mechanism (docs/privacy-model.md §11).
+	ErrOldPublic = errors.New("model: this dplp-pub model has a public transform h (utility h(s_pub) + f(s), trained before the lexicographic DPLP-pub mechanism); retrain it with `dplp train --variant dplp-pub` (the new model has f only and ranks by s_pub exactly)")
 )
 
 // Model is a deployable transform. Utility and Delta are safe for
@@ -51,10 +56,15 @@ type Model struct {
 	EpsP    float64   `json:"eps_p"`   // eps_p the transform was trained for
 	Grid    int       `json:"grid"`    // table points over x = s/S_max in [0, 1]
 	F       []float64 `json:"f"`       // table of f
-	H       []float64 `json:"h,omitempty"`
-	Meta    Metadata  `json:"meta"`
+	// H is the public transform h of dplp-pub models written before the
+	// lexicographic mechanism (utility h(s_pub) + f(s)). Such files no
+	// longer load (see ErrOldPublic); the field stays so that the refusal
+	// can say why.
+	H    []float64 `json:"h,omitempty"`
+	Meta Metadata  `json:"meta"`
 
-	f, h *transform.Table
+	f   *transform.Table
+	lex bool
 }
 
 // Metadata records how the model was trained.
@@ -80,17 +90,16 @@ type Info struct {
 	Created time.Time // zero = now
 }
 
-// New compiles res into a model. The tables are normalised so that
-// f(0) = 0 and f(1) = 1 (h is shifted to h(0) = 0 and scaled by the same
-// factor): adding a constant to a utility or scaling it by a positive
+// New compiles res into a model. The table is normalised so that
+// f(0) = 0 and f(1) = 1: adding a constant to a utility or scaling it by a positive
 // factor changes neither the mechanism's distribution (it samples from
 // q/Delta_q) nor the exact top-K, so this only makes files comparable.
 func New(res *train.Result, info Info) (*Model, error) {
 	if res == nil || res.F == nil {
 		return nil, errors.New("model: no trained transform")
 	}
-	if res.Config.Variant.Public() != (res.H != nil) {
-		return nil, fmt.Errorf("model: variant %s and public transform presence disagree", res.Config.Variant)
+	if res.H != nil {
+		return nil, fmt.Errorf("model: variant %s: a public transform h is not part of any model (dplp-pub ranks by s_pub exactly)", res.Config.Variant)
 	}
 	if eps := res.Config.Eps; !(eps > 0) || math.IsInf(eps, 0) {
 		return nil, fmt.Errorf("model: eps_p = %v cannot be stored (want positive and finite)", eps)
@@ -99,25 +108,15 @@ func New(res *train.Result, info Info) (*Model, error) {
 	if grid == 0 {
 		grid = transform.DefaultGrid
 	}
-	ft, ht, err := res.Tables(grid)
+	ft, _, err := res.Tables(grid)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	fv := ft.Values()
-	var hv []float64
-	if ht != nil {
-		hv = ht.Values()
-	}
 	if R := fv[len(fv)-1] - fv[0]; R > 0 {
 		f0 := fv[0]
 		for i := range fv {
 			fv[i] = (fv[i] - f0) / R
-		}
-		if hv != nil {
-			h0 := hv[0]
-			for i := range hv {
-				hv[i] = (hv[i] - h0) / R
-			}
 		}
 	}
 	created := info.Created
@@ -130,7 +129,6 @@ func New(res *train.Result, info Info) (*Model, error) {
 		EpsP:    res.Config.Eps,
 		Grid:    grid,
 		F:       fv,
-		H:       hv,
 		Meta: Metadata{
 			Config:         res.Config,
 			BestEpoch:      res.BestEpoch,
@@ -167,35 +165,37 @@ func (m *Model) init() error {
 	if m.Grid < 2 || len(m.F) != m.Grid {
 		return fmt.Errorf("model: grid %d with %d f values", m.Grid, len(m.F))
 	}
-	if v.Public() != (m.H != nil) || (m.H != nil && len(m.H) != m.Grid) {
-		return fmt.Errorf("model: variant %s with %d h values (grid %d)", v, len(m.H), m.Grid)
+	if m.H != nil {
+		if v.Public() {
+			return ErrOldPublic
+		}
+		return fmt.Errorf("model: variant %s with a public table h", v)
 	}
 	if m.f, err = transform.NewTable(m.F); err != nil {
 		return fmt.Errorf("model: f: %w", err)
 	}
-	if m.H != nil {
-		if m.h, err = transform.NewTable(m.H); err != nil {
-			return fmt.Errorf("model: h: %w", err)
-		}
-	}
+	m.lex = v.Public()
 	return nil
 }
 
-// Public reports whether the utility uses the public score.
-func (m *Model) Public() bool { return m.h != nil }
+// Public reports whether releases use the public score: the dplp-pub
+// variant, released with the lexicographic mechanism (Lexicographic).
+func (m *Model) Public() bool { return m.lex }
 
-// Tables returns the compiled tables (h is nil unless Public).
-func (m *Model) Tables() (f, h *transform.Table) { return m.f, m.h }
+// Lexicographic implements calib.Lexicographic: dplp-pub models rank
+// candidates by s_pub exactly and apply the exponential mechanism on f(s)
+// only within groups of equal s_pub (docs/privacy-model.md §11).
+func (m *Model) Lexicographic() bool { return m.lex }
 
-// Utility returns f(s/sMax), plus h(sPub/sMax) for the public variant
-// (sPub is ignored otherwise). Arguments outside [0, sMax] are clamped;
-// sMax <= 0 maps every score to x = 0. NaN propagates.
+// Tables returns the compiled table of f (h is always nil: no model has a
+// public transform any more; kept for callers of the two-table form).
+func (m *Model) Tables() (f, h *transform.Table) { return m.f, nil }
+
+// Utility returns f(s/sMax); sPub is not part of the utility (dplp-pub
+// ranks by it exactly, see Lexicographic). Arguments outside [0, sMax] are
+// clamped; sMax <= 0 maps every score to x = 0. NaN propagates.
 func (m *Model) Utility(s, sPub, sMax float64) float64 {
-	u := m.f.Eval(ratio(s, sMax))
-	if m.h != nil {
-		u += m.h.Eval(ratio(sPub, sMax))
-	}
-	return u
+	return m.f.Eval(ratio(s, sMax))
 }
 
 func ratio(s, sMax float64) float64 {
@@ -210,7 +210,7 @@ func ratio(s, sMax float64) float64 {
 
 // Delta returns the exact sensitivity of the utility for a query with
 // base-score sensitivity deltaS and bound sMax: the table Delta of f at
-// deltaS/sMax (h(s_pub) is invariant and adds nothing, privacy-model §10).
+// deltaS/sMax.
 // deltaS = 0 gives exactly 0 (release the exact top-K); sMax <= 0 with
 // deltaS > 0 gives f(1) - f(0); a negative or NaN deltaS gives +Inf, which
 // makes the mechanism uniform (fail-safe).
@@ -318,6 +318,9 @@ func Load(path string) (*Model, error) {
 		return nil, fmt.Errorf("%w: %s", ErrChecksum, path)
 	}
 	if err := m.init(); err != nil {
+		if errors.Is(err, ErrOldPublic) {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, path, err)
 	}
 	return m, nil

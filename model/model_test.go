@@ -26,11 +26,11 @@ func trained(t *testing.T, v train.Variant) *train.Result {
 			q := train.Query{SMax: 10, DeltaS: 1 + r.Float64()}
 			for k := 0; k < 4; k++ {
 				q.Pos = append(q.Pos, math.Floor(10*math.Sqrt(r.Float64())))
-				q.PubPos = append(q.PubPos, 10*r.Float64())
+				q.PubPos = append(q.PubPos, math.Floor(4*r.Float64()))
 			}
 			for k := 0; k < 30; k++ {
 				q.Neg = append(q.Neg, math.Floor(10*r.Float64()*r.Float64()))
-				q.PubNeg = append(q.PubNeg, 10*r.Float64()*r.Float64())
+				q.PubNeg = append(q.PubNeg, math.Floor(4*r.Float64()*r.Float64()))
 			}
 			if !v.Public() {
 				q.PubPos, q.PubNeg = nil, nil
@@ -186,20 +186,24 @@ func TestUtilityAndDelta(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.F[0] != 0 || math.Abs(m.F[300]-1) > 1e-15 || m.H[0] != 0 {
-		t.Errorf("tables not normalised: f(0)=%v f(1)=%v h(0)=%v", m.F[0], m.F[300], m.H[0])
+	if m.F[0] != 0 || math.Abs(m.F[300]-1) > 1e-15 || m.H != nil || !m.Lexicographic() {
+		t.Errorf("tables not normalised or h present: f(0)=%v f(1)=%v h %v lex %v", m.F[0], m.F[300], m.H, m.Lexicographic())
 	}
 	f, h := m.Tables()
-	rf, rh, _ := res.Tables(301)
-	// Normalisation leaves utility/Delta unchanged.
+	if h != nil {
+		t.Error("a public table h")
+	}
+	rf, _, _ := res.Tables(301)
+	// Normalisation leaves utility/Delta unchanged; s_pub is not part of the
+	// utility (dplp-pub ranks by it exactly).
 	for _, c := range []struct{ s, sp, sMax, ds float64 }{{3, 4, 10, 1}, {0, 9, 10, 0.5}, {10, 0, 10, 3}} {
 		got := m.Utility(c.s, c.sp, c.sMax) / m.Delta(c.ds, c.sMax)
-		want := (rf.Eval(c.s/c.sMax) + rh.Eval(c.sp/c.sMax)) / rf.Delta(c.ds/c.sMax)
-		if math.Abs(got-want) > 1e-9*math.Abs(want) {
+		want := (rf.Eval(c.s/c.sMax) - rf.Eval(0)) / rf.Delta(c.ds/c.sMax)
+		if math.Abs(got-want) > 1e-9*math.Abs(want)+1e-12 {
 			t.Errorf("%+v: utility/Delta %v, raw tables give %v", c, got, want)
 		}
-		if u := m.Utility(c.s, c.sp, c.sMax); u != f.Eval(c.s/c.sMax)+h.Eval(c.sp/c.sMax) {
-			t.Errorf("utility %v is not f + h", u)
+		if u := m.Utility(c.s, c.sp, c.sMax); u != f.Eval(c.s/c.sMax) {
+			t.Errorf("utility %v is not f", u)
 		}
 	}
 	if m.Delta(0, 10) != 0 {
@@ -219,7 +223,7 @@ func TestUtilityAndDelta(t *testing.T) {
 	if m.Utility(20, 0, 10) != m.Utility(10, 0, 10) || m.Utility(-1, 0, 10) != m.Utility(0, 0, 10) {
 		t.Error("scores outside [0, sMax] not clamped")
 	}
-	if m.Utility(0, 0, 0) != f.Eval(0)+h.Eval(0) {
+	if m.Utility(0, 0, 0) != f.Eval(0) {
 		t.Error("sMax = 0 must map to x = 0")
 	}
 }
@@ -237,7 +241,7 @@ func TestNewRejects(t *testing.T) {
 	bad = *res
 	bad.H = res.F
 	if _, err := New(&bad, Info{}); err == nil {
-		t.Error("h for a non-public variant accepted")
+		t.Error("a public transform h accepted")
 	}
 	if _, err := New(res, Info{Grid: 1}); err == nil {
 		t.Error("grid 1 accepted")
@@ -245,5 +249,35 @@ func TestNewRejects(t *testing.T) {
 	m, err := New(res, Info{})
 	if err != nil || m.Grid != transform.DefaultGrid {
 		t.Errorf("default grid: %v %v", m, err)
+	}
+}
+
+// TestOldPublicModelRefused: a dplp-pub file with a public table h (the
+// pre-lexicographic utility h(s_pub) + f(s)) is refused with a message
+// saying how to retrain; the same file without h loads as a lexicographic
+// model.
+func TestOldPublicModelRefused(t *testing.T) {
+	m := &Model{Score: "aa", Variant: string(train.DPLPPub), EpsP: 0.5, Grid: 3, F: []float64{0, 0.25, 1}}
+	path := filepath.Join(t.TempDir(), "m.json")
+	if err := Save(path, m); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(path)
+	if err != nil || !got.Lexicographic() || !got.Public() {
+		t.Fatalf("new-format dplp-pub model: %v, %v", got, err)
+	}
+	old := *m
+	old.H = []float64{0, 0.5, 0.5}
+	sum, body, err := checksum(&old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(envelope{FormatVersion: FormatVersion, Model: body, SHA256: sum})
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(path)
+	if !errors.Is(err, ErrOldPublic) || !strings.Contains(err.Error(), "retrain") {
+		t.Fatalf("old dplp-pub model: error %v, want ErrOldPublic with retraining advice", err)
 	}
 }

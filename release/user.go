@@ -51,6 +51,7 @@ type Sampler struct {
 	picks []int
 	zero  []int32
 	seen  map[int32]struct{}
+	pub   []float64 // s_pub aligned with u.Vals (the lexicographic plan ranks by it)
 }
 
 // Sample releases the plan's top-k list for one user from in, drawing every
@@ -84,9 +85,10 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 			sm.idx = append(sm.idx, i)
 		}
 	}
-	sm.u.Vals = sm.u.Vals[:0]
+	sm.u.Vals, sm.pub = sm.u.Vals[:0], sm.pub[:0]
 	for _, i := range sm.idx {
 		sm.u.Vals = append(sm.u.Vals, plan.Utility(in.S[i], in.Pub[i]))
+		sm.pub = append(sm.pub, in.Pub[i])
 	}
 	sm.u.Blocks = sm.u.Blocks[:0]
 	if in.Zero > 0 {
@@ -99,12 +101,15 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 		return out, nil
 	}
 	var err error
-	sm.picks, err = plan.Sample(&sm.u, kk, rng, sm.picks[:0])
+	sm.picks, err = plan.SampleWithPub(&sm.u, sm.pub, kk, rng, sm.picks[:0])
 	if err != nil {
 		return out, err
 	}
-	if !out.Exact {
-		out.Picks = len(sm.picks)
+	// What the list is charged for: every random pick, from invariant data
+	// only (0 when exact; for the lexicographic DPLP-pub plan, positions
+	// fixed by the public scores are free: calib.Plan.Picks).
+	if out.Picks, err = plan.Picks(&sm.u, sm.pub, kk); err != nil {
+		return out, err
 	}
 	nc := len(in.Cands)
 	blockPicks := 0

@@ -16,7 +16,7 @@ const (
 	DPLP    Variant = "dplp"     // f = UMNN on the power basis
 	Lin     Variant = "lin"      // f = power basis alone (DPLP-Lin)
 	UMNN    Variant = "umnn"     // f = UMNN on raw x (DPLP-UMNN)
-	DPLPPub Variant = "dplp-pub" // utility h(x_pub) + f(x), h and f both DPLP, trained jointly
+	DPLPPub Variant = "dplp-pub" // lexicographic: rank by x_pub exactly, f = DPLP on x within ties of x_pub
 )
 
 // Variants lists every variant.
@@ -44,7 +44,8 @@ func (v Variant) Kind() transform.Kind {
 	}
 }
 
-// Public reports whether the variant adds a transform h of the public score.
+// Public reports whether the variant uses the public score: dplp-pub ranks
+// by it exactly (the lexicographic mechanism) and trains f on its ties.
 func (v Variant) Public() bool { return v == DPLPPub }
 
 // Selection is the held-out criterion for keeping the best epoch.
@@ -60,7 +61,16 @@ const (
 	// strictly increasing f this equals the base score's AUC at every epoch,
 	// so it only discriminates for dplp-pub.
 	SelectClean Selection = "clean"
+	// SelectTopK: mean AUC@K (the paper's metric, metrics.Evaluate) of the
+	// list the mechanism releases from each held-out query's positives and
+	// negatives, K = Config.SelectK, with one fixed Gumbel draw per
+	// candidate reused every epoch. The default for dplp-pub.
+	SelectTopK Selection = "auc-at-k"
 )
+
+// DefaultSelectK is the K of SelectTopK when Config.SelectK is 0: the
+// release K of the experiments and of `dplp recommend`.
+const DefaultSelectK = 30
 
 // Config controls Train. Start from DefaultConfig: Train does not fill in
 // zero values except the transform fields (Hidden, QuadNodes, Tau,
@@ -73,14 +83,15 @@ type Config struct {
 	Beta1       float64   `json:"adam_beta1"` // Adam moment decay rates and epsilon
 	Beta2       float64   `json:"adam_beta2"`
 	AdamEps     float64   `json:"adam_eps"`
-	WeightDecay float64   `json:"weight_decay"` // L2 coefficient added to the gradient
-	Epochs      int       `json:"epochs"`       // maximum number of epochs
-	Patience    int       `json:"patience"`     // stop after this many epochs without held-out improvement; 0 = never
-	Select      Selection `json:"select"`       // held-out criterion
-	DeltaGrid   int       `json:"delta_grid"`   // grid points of the interpolant whose Delta approximates Delta_f in training
-	TableGrid   int       `json:"table_grid"`   // compiled-table points for held-out evaluation (deploy with the same, model.Info.Grid)
-	ScaleAnchor float64   `json:"scale_anchor"` // weight of ln(f(1)-f(0))^2, pins f's free scale; 0 = off
-	Quantize    int       `json:"quantize"`     // if > 1, snap training x to this many uniform points (bounds distinct values for continuous scores); 0 = exact
+	WeightDecay float64   `json:"weight_decay"`       // L2 coefficient added to the gradient
+	Epochs      int       `json:"epochs"`             // maximum number of epochs
+	Patience    int       `json:"patience"`           // stop after this many epochs without held-out improvement; 0 = never
+	Select      Selection `json:"select"`             // held-out criterion
+	SelectK     int       `json:"select_k,omitempty"` // K of SelectTopK (0: DefaultSelectK)
+	DeltaGrid   int       `json:"delta_grid"`         // grid points of the interpolant whose Delta approximates Delta_f in training
+	TableGrid   int       `json:"table_grid"`         // compiled-table points for held-out evaluation (deploy with the same, model.Info.Grid)
+	ScaleAnchor float64   `json:"scale_anchor"`       // weight of ln(f(1)-f(0))^2, pins f's free scale; 0 = off
+	Quantize    int       `json:"quantize"`           // if > 1, snap training x to this many uniform points (bounds distinct values for continuous scores); 0 = exact
 	Hidden      []int     `json:"hidden,omitempty"`
 	QuadNodes   int       `json:"quad_nodes,omitempty"`
 	Tau         float64   `json:"tau,omitempty"`
@@ -94,9 +105,10 @@ type Config struct {
 
 // DefaultConfig returns the authors' optimiser settings (reference §5:
 // Adam, lr 0.1, weight decay 1e-5, margin 0.1) for the given variant and
-// eps_p, 30 epochs, patience 5 and noisy held-out selection.
+// eps_p, 30 epochs, patience 5 and noisy held-out selection (dplp-pub:
+// AUC@30 of its lexicographic lists).
 func DefaultConfig(v Variant, eps float64) Config {
-	return Config{
+	c := Config{
 		Variant:     v,
 		Eps:         eps,
 		Margin:      0.1,
@@ -112,6 +124,10 @@ func DefaultConfig(v Variant, eps float64) Config {
 		ScaleAnchor: 1e-3,
 		TableGrid:   transform.DefaultGrid,
 	}
+	if v == DPLPPub {
+		c.Select, c.SelectK = SelectTopK, DefaultSelectK
+	}
+	return c
 }
 
 // Spec is the transform specification implied by the config.
@@ -160,8 +176,11 @@ func (c Config) Validate() error {
 	if c.Patience < 0 {
 		return errors.New("train: Patience must be >= 0")
 	}
-	if c.Select != SelectNoisy && c.Select != SelectClean {
-		return fmt.Errorf("train: unknown selection %q (want noisy or clean)", c.Select)
+	if c.Select != SelectNoisy && c.Select != SelectClean && c.Select != SelectTopK {
+		return fmt.Errorf("train: unknown selection %q (want noisy, clean or auc-at-k)", c.Select)
+	}
+	if c.SelectK < 0 {
+		return fmt.Errorf("train: SelectK = %d, want >= 0", c.SelectK)
 	}
 	if c.DeltaGrid < 2 || c.DeltaGrid > 1<<16 {
 		return fmt.Errorf("train: DeltaGrid = %d, want 2..65536", c.DeltaGrid)

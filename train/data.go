@@ -18,8 +18,8 @@ type Query struct {
 	DeltaS float64   // base-score sensitivity Delta_s(u) >= 0
 	Pos    []float64 // scores s(u, v) of positive pairs
 	Neg    []float64 // scores of negative pairs
-	PubPos []float64 // public scores s_pub of the same pairs (dplp-pub only)
-	PubNeg []float64
+	PubPos []float64 // public scores s_pub of the same pairs (dplp-pub only: it
+	PubNeg []float64 // ranks by them exactly and trains f on ties of s_pub)
 }
 
 // prepQuery is a query reduced to distinct x values: the transform is
@@ -29,11 +29,25 @@ type prepQuery struct {
 	dx         float64   // DeltaS/SMax; 0 means nothing can move (exact top-K)
 	xs         []float64 // distinct x, ascending
 	pos, neg   []int32   // candidate -> index into xs
-	xp         []float64 // distinct public x (dplp-pub)
+	xp         []float64 // distinct public x (dplp-pub), exact: never quantised
 	ppos, pneg []int32
+	groups     []pubGroup // dplp-pub: groups of equal public x with a positive and a negative
 }
 
-func (q *prepQuery) pairs() float64 { return float64(len(q.pos)) * float64(len(q.neg)) }
+// pubGroup lists the positives and negatives (indices into pos, neg) that
+// share one public x.
+type pubGroup struct{ pos, neg []int32 }
+
+func (q *prepQuery) pairs() float64 {
+	if q.xp != nil {
+		var n float64
+		for _, g := range q.groups {
+			n += float64(len(g.pos)) * float64(len(g.neg))
+		}
+		return n
+	}
+	return float64(len(q.pos)) * float64(len(q.neg))
+}
 
 // prepare validates and reduces queries in parallel. what names the set in
 // errors.
@@ -84,8 +98,22 @@ func prepOne(q *Query, pub bool, quantize int, buf []float64) (prepQuery, []floa
 			return p, buf, fmt.Errorf("public scores (%d, %d) do not match pairs (%d, %d)",
 				len(q.PubPos), len(q.PubNeg), len(q.Pos), len(q.Neg))
 		}
-		if p.xp, p.ppos, p.pneg, buf, err = distinct(q.PubPos, q.PubNeg, q.SMax, quantize, buf); err != nil {
+		// Public groups are exact ties of s_pub, as in the release: no
+		// quantisation here.
+		if p.xp, p.ppos, p.pneg, buf, err = distinct(q.PubPos, q.PubNeg, q.SMax, 0, buf); err != nil {
 			return p, buf, fmt.Errorf("public %w", err)
+		}
+		byGroup := make([]pubGroup, len(p.xp))
+		for i, g := range p.ppos {
+			byGroup[g].pos = append(byGroup[g].pos, int32(i))
+		}
+		for i, g := range p.pneg {
+			byGroup[g].neg = append(byGroup[g].neg, int32(i))
+		}
+		for _, g := range byGroup {
+			if len(g.pos) > 0 && len(g.neg) > 0 {
+				p.groups = append(p.groups, g)
+			}
 		}
 	}
 	return p, buf, nil

@@ -6,10 +6,14 @@
 //
 //	q(v) = f(x_v) / Delta_f(u) + (2/eps_p) G_v,   G_v ~ Gumbel(0, 1),
 //
-// (for dplp-pub the numerator is h(x_pub,v) + f(x_v)), with the noise
-// redrawn every epoch (the reparameterisation of the paper's expectation),
-// and the loss is the paper's pairwise hinge summed over the query's
-// (positive, negative) pairs: sum max(0, rho + q(neg) - q(pos)). Dividing
+// with the noise redrawn every epoch (the reparameterisation of the paper's
+// expectation), and the loss is the paper's pairwise hinge summed over the
+// query's (positive, negative) pairs: sum max(0, rho + q(neg) - q(pos)).
+// For dplp-pub, released with the lexicographic mechanism (candidates
+// ranked by s_pub exactly, the exponential mechanism on f(s) only within
+// groups of equal s_pub; privacy-model §11), only f is trained and the
+// hinge runs over the pairs of equal x_pub only: every other pair's order
+// is fixed by the public scores whatever f is. Dividing
 // by Delta_f(u) makes the objective, like the release distribution,
 // invariant to f -> c f, so the transform cannot win by outgrowing fixed
 // noise (the flaw of the reference code, reference §9.3).
@@ -36,7 +40,8 @@
 //
 // Optimisation follows the authors: Adam (lr 0.1, weight decay 1e-5 as L2
 // added to the gradient), one query per step, queries shuffled every epoch.
-// Held-out queries select the best epoch (see Selection).
+// Held-out queries select the best epoch (see Selection; dplp-pub selects
+// by AUC@K of its lexicographic lists, the metric the experiments report).
 //
 // Speed: the transform is evaluated once per distinct x of a query (with
 // its gradient row, so the backward pass is a weighted sum of rows). Steps
@@ -47,15 +52,18 @@
 package train
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/dplp/dplp/metrics"
 	"github.com/dplp/dplp/transform"
 )
 
@@ -66,13 +74,14 @@ type EpochStats struct {
 	HeldOutAUC float64 // selection criterion (Config.Select); NaN without held-out queries
 	NoisyAUC   float64 // held-out AUC of the noisy utility (fixed draw)
 	CleanAUC   float64 // held-out AUC of the noise-free utility
+	AUCAtK     float64 // held-out mean AUC@K of the released list (Config.SelectK, fixed draw)
 }
 
 // Result is a trained transform and how it was obtained.
 type Result struct {
 	Config         Config
 	F              transform.Transform // f, at the best epoch
-	H              transform.Transform // h for dplp-pub, else nil
+	H              transform.Transform // always nil (dplp-pub no longer has a public transform h)
 	History        []EpochStats        // epochs 0..last run
 	BestEpoch      int                 // epoch whose parameters F and H hold
 	BestAUC        float64             // its HeldOutAUC
@@ -123,14 +132,22 @@ func Train(cfg Config, train, heldOut []Query, r *rand.Rand) (*Result, error) {
 	res := &Result{Config: cfg}
 	for i := range tq {
 		q := &tq[i]
-		if q.dx > 0 && len(q.pos) > 0 && len(q.neg) > 0 && (len(q.xs) > 1 || pub) {
+		if q.dx > 0 && len(q.pos) > 0 && len(q.neg) > 0 && (!pub && len(q.xs) > 1 || pub && len(q.groups) > 0) {
 			t.queries = append(t.queries, q)
 		}
 	}
 	res.TrainQueries = len(t.queries)
 	res.SkippedQueries = len(tq) - len(t.queries)
-	if len(t.queries) == 0 {
+	if len(t.queries) == 0 && !pub {
 		return nil, errors.New("train: no training query has both positives and negatives and Delta_s > 0")
+	}
+	// dplp-pub without a single tie of s_pub between a positive and a
+	// negative: the public order decides every pair f could, so f is kept
+	// at its initialisation (epoch 0 only; it decides nothing the data
+	// shows).
+	epochs := cfg.Epochs
+	if len(t.queries) == 0 {
+		epochs = 0
 	}
 	usable := 0
 	for i := range hq {
@@ -146,14 +163,18 @@ func Train(cfg Config, train, heldOut []Query, r *rand.Rand) (*Result, error) {
 		if usable == 0 {
 			return st, nil
 		}
-		noisy, clean, err := ev.run(t.f, t.h)
+		noisy, clean, atK, err := ev.run(t.f)
 		if err != nil {
 			return st, err
 		}
-		st.NoisyAUC, st.CleanAUC = noisy, clean
-		st.HeldOutAUC = noisy
-		if cfg.Select == SelectClean {
+		st.NoisyAUC, st.CleanAUC, st.AUCAtK = noisy, clean, atK
+		switch cfg.Select {
+		case SelectClean:
 			st.HeldOutAUC = clean
+		case SelectTopK:
+			st.HeldOutAUC = atK
+		default:
+			st.HeldOutAUC = noisy
 		}
 		return st, nil
 	}
@@ -164,7 +185,7 @@ func Train(cfg Config, train, heldOut []Query, r *rand.Rand) (*Result, error) {
 	res.History = append(res.History, st)
 	res.BestAUC = st.HeldOutAUC
 	bad := 0
-	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
+	for epoch := 1; epoch <= epochs; epoch++ {
 		loss, err := t.epoch(r)
 		if err != nil {
 			return nil, fmt.Errorf("train: epoch %d: %w", epoch, err)
@@ -192,55 +213,17 @@ func Train(cfg Config, train, heldOut []Query, r *rand.Rand) (*Result, error) {
 	if err := t.setParams(best); err != nil {
 		return nil, err
 	}
-	if pub && usable > 0 {
-		if err := t.tunePublicScale(ev, res); err != nil {
-			return nil, err
-		}
-	}
-	res.F, res.H = t.f, t.h
+	res.F = t.f
 	return res, nil
 }
 
 func nanf() float64 { return math.NaN() }
 
-// tunePublicScale is a held-out line search over h's log-scale for
-// dplp-pub: the hinge is not scale-free in h relative to the noise, so
-// gradient steps can stop short of the scale at which the free public
-// evidence is best used (often: h dominating, f breaking its ties). It
-// tries the trained scale times 10^j, j = -1..6, and keeps the best by the
-// selection criterion (held-out, invariant data only).
-func (t *trainer) tunePublicScale(ev *evaluator, res *Result) error {
-	hs, ok := t.h.(*transform.Scaled)
-	if !ok {
-		return nil
-	}
-	base := hs.S
-	bestS, bestAUC := base, math.Inf(-1)
-	for j := -1; j <= 6; j++ {
-		hs.S = base + float64(j)*math.Ln10
-		noisy, clean, err := ev.run(t.f, t.h)
-		if err != nil {
-			return err
-		}
-		a := noisy
-		if t.cfg.Select == SelectClean {
-			a = clean
-		}
-		if a > bestAUC {
-			bestS, bestAUC = hs.S, a
-		}
-	}
-	hs.S = bestS
-	res.BestAUC = bestAUC
-	p := append([]float64(nil), t.cur...)
-	p[len(p)-1] = bestS
-	return t.setParams(p)
-}
-
 // trainer holds the parameters, the optimiser state and per-step buffers.
 type trainer struct {
 	cfg     Config
-	f, h    transform.Transform
+	lex     bool                // dplp-pub: hinge within groups of equal public x only
+	f, h    transform.Transform // h is always nil (no public transform)
 	nf, nh  int
 	theta   []float64 // [f params, h params]
 	grad    []float64
@@ -249,21 +232,22 @@ type trainer struct {
 	sigma   float64 // noise scale 2/eps_p
 	queries []*prepQuery
 
-	fv, hv  []float64 // transform values per distinct x
-	jf, jh  []float64 // Jacobian rows per distinct x (row-major)
-	gf, gh  []float64 // dL/dq summed per distinct x
-	qp, qn  []float64 // utilities
-	gp, gn  []float64 // dL/dq per candidate
-	np, nn  []float64 // noise per candidate
-	ps      pairScratch
-	gv      []float64 // f on the Delta grid
-	xa, xb  float64   // maximiser of the Delta_f approximation
-	f0, f1  float64   // f(0), f(1)
-	cur     []float64 // parameters the transforms hold
-	version int       // bumped by setParams
-	hp      *helper   // evaluates part of each step on another core; nil = sequential
-	nbuf    [2]noiseBuf
-	task    noiseTask // handed to the helper with the next job
+	fv, hv             []float64 // transform values per distinct x
+	jf, jh             []float64 // Jacobian rows per distinct x (row-major)
+	gf, gh             []float64 // dL/dq summed per distinct x
+	qp, qn             []float64 // utilities
+	gp, gn             []float64 // dL/dq per candidate
+	sqp, sqn, sgp, sgn []float64 // one public group's utilities and dL/dq (dplp-pub)
+	np, nn             []float64 // noise per candidate
+	ps                 pairScratch
+	gv                 []float64 // f on the Delta grid
+	xa, xb             float64   // maximiser of the Delta_f approximation
+	f0, f1             float64   // f(0), f(1)
+	cur                []float64 // parameters the transforms hold
+	version            int       // bumped by setParams
+	hp                 *helper   // evaluates part of each step on another core; nil = sequential
+	nbuf               [2]noiseBuf
+	task               noiseTask // handed to the helper with the next job
 }
 
 func newTrainer(cfg Config, r *rand.Rand) (*trainer, error) {
@@ -274,17 +258,7 @@ func newTrainer(cfg Config, r *rand.Rand) (*trainer, error) {
 	}
 	t.nf = t.f.NumParams()
 	t.theta = t.f.Params()
-	if cfg.Variant.Public() {
-		h, err := transform.New(cfg.Spec(), r)
-		if err != nil {
-			return nil, err
-		}
-		// A learnable log-scale lets training set how far the free public
-		// evidence outweighs the noise (see transform.Scaled).
-		t.h = &transform.Scaled{T: h}
-		t.nh = t.h.NumParams()
-		t.theta = append(t.theta, t.h.Params()...)
-	}
+	t.lex = cfg.Variant.Public()
 	n := len(t.theta)
 	t.grad, t.m, t.v = make([]float64, n), make([]float64, n), make([]float64, n)
 	t.cur = append([]float64(nil), t.theta...)
@@ -705,7 +679,12 @@ func (t *trainer) lossGrad(q *prepQuery, noiseP, noiseN []float64, grad []float6
 		}
 		t.qn[i] = u*inv + noiseN[i]
 	}
-	loss := t.ps.hinge(t.qp, t.qn, t.cfg.Margin, t.gp, t.gn)
+	var loss float64
+	if t.lex {
+		loss = t.groupHinge(q)
+	} else {
+		loss = t.ps.hinge(t.qp, t.qn, t.cfg.Margin, t.gp, t.gn)
+	}
 
 	// Accumulate dL/dq per distinct value; then dL/dtheta = sum_d g_d/Delta
 	// * df(x_d)/dtheta - (sum_d g_d u_d)/Delta^2 * dDelta/dtheta.
@@ -755,6 +734,34 @@ func (t *trainer) lossGrad(q *prepQuery, noiseP, noiseN []float64, grad []float6
 	return loss, nil
 }
 
+// groupHinge is the lexicographic mechanism's hinge: summed over the groups
+// of equal public x, over the group's (positive, negative) pairs only (the
+// order of any other pair is fixed by s_pub whatever f is). It reads
+// t.qp, t.qn and writes dL/dq to t.gp, t.gn (0 outside every group).
+func (t *trainer) groupHinge(q *prepQuery) float64 {
+	clear(t.gp)
+	clear(t.gn)
+	var loss float64
+	for _, g := range q.groups {
+		t.sqp, t.sqn = grow(t.sqp, len(g.pos)), grow(t.sqn, len(g.neg))
+		t.sgp, t.sgn = grow(t.sgp, len(g.pos)), grow(t.sgn, len(g.neg))
+		for i, j := range g.pos {
+			t.sqp[i] = t.qp[j]
+		}
+		for i, j := range g.neg {
+			t.sqn[i] = t.qn[j]
+		}
+		loss += t.ps.hinge(t.sqp, t.sqn, t.cfg.Margin, t.sgp, t.sgn)
+		for i, j := range g.pos {
+			t.gp[j] = t.sgp[i]
+		}
+		for i, j := range g.neg {
+			t.gn[j] = t.sgn[i]
+		}
+	}
+	return loss
+}
+
 func axpy(a float64, x, y []float64) {
 	y = y[:len(x)]
 	for i, v := range x {
@@ -782,35 +789,39 @@ func (t *trainer) adamStep() error {
 
 // evaluator scores held-out queries with the compiled tables, in parallel.
 type evaluator struct {
-	qs           []prepQuery
-	cfg          Config
-	sigma        float64
-	seed         uint64 // fixed noise: query i uses PCG(seed, i) every epoch
-	noisy, clean []float64
+	qs                []prepQuery
+	cfg               Config
+	sigma             float64
+	seed              uint64 // fixed noise: query i uses PCG(seed, i) every epoch
+	noisy, clean, atK []float64
 }
 
 func newEvaluator(qs []prepQuery, cfg Config, seed uint64) *evaluator {
 	return &evaluator{qs: qs, cfg: cfg, sigma: 2 / cfg.Eps, seed: seed}
 }
 
-// run returns the mean noisy and noise-free full-list AUC over held-out
-// queries that have both positives and negatives.
-func (e *evaluator) run(f, h transform.Transform) (noisy, clean float64, err error) {
+// run returns, over held-out queries that have both positives and
+// negatives, the mean full-list AUC of the noisy and of the noise-free
+// utility, and the mean AUC@K (metrics.Evaluate, K = Config.SelectK) of
+// the list the mechanism releases from the query's candidates (its
+// positives and negatives) with the fixed noise draw. For dplp-pub every
+// comparison is lexicographic: the public x first, then the utility, as
+// the lexicographic mechanism releases.
+func (e *evaluator) run(f transform.Transform) (noisy, clean, atK float64, err error) {
 	tf, err := transform.Compile(f, e.cfg.TableGrid)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	var th *transform.Table
-	if h != nil {
-		if th, err = transform.Compile(h, e.cfg.TableGrid); err != nil {
-			return 0, 0, err
-		}
+	lex := e.cfg.Variant.Public()
+	k := e.cfg.SelectK
+	if k < 1 {
+		k = DefaultSelectK
 	}
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(e.qs)))
 	// Per-query results summed in query order afterwards, so the mean does
 	// not depend on the number of workers.
 	if len(e.noisy) < len(e.qs) {
-		e.noisy, e.clean = make([]float64, len(e.qs)), make([]float64, len(e.qs))
+		e.noisy, e.clean, e.atK = make([]float64, len(e.qs)), make([]float64, len(e.qs)), make([]float64, len(e.qs))
 	}
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -818,45 +829,39 @@ func (e *evaluator) run(f, h transform.Transform) (noisy, clean float64, err err
 		go func(w int) {
 			defer wg.Done()
 			var ps pairScratch
-			var fv, hv, up, un, qp, qn []float64
+			var fv, up, un, qp, qn []float64
+			var c cands
 			for i := w; i < len(e.qs); i += workers {
 				q := &e.qs[i]
 				if len(q.pos) == 0 || len(q.neg) == 0 {
-					e.noisy[i], e.clean[i] = nanf(), nanf()
+					e.noisy[i], e.clean[i], e.atK[i] = nanf(), nanf(), nanf()
 					continue
 				}
 				fv = tableValues(tf, q.xs, fv)
-				if th != nil {
-					hv = tableValues(th, q.xp, hv)
-				}
 				up, un = grow(up, len(q.pos)), grow(un, len(q.neg))
-				for k, d := range q.pos {
-					up[k] = fv[d]
-					if th != nil {
-						up[k] += hv[q.ppos[k]]
-					}
+				for j, d := range q.pos {
+					up[j] = fv[d]
 				}
-				for k, d := range q.neg {
-					un[k] = fv[d]
-					if th != nil {
-						un[k] += hv[q.pneg[k]]
-					}
+				for j, d := range q.neg {
+					un[j] = fv[d]
 				}
-				c := ps.auc(up, un)
 				delta := tf.Delta(q.dx)
-				nz := c
-				if delta > 0 {
-					r := rand.New(rand.NewPCG(e.seed, uint64(i)))
-					qp, qn = grow(qp, len(up)), grow(qn, len(un))
-					for k, u := range up {
-						qp[k] = u/delta - e.sigma*math.Log(r.ExpFloat64())
-					}
-					for k, u := range un {
-						qn[k] = u/delta - e.sigma*math.Log(r.ExpFloat64())
-					}
-					nz = ps.auc(qp, qn)
+				qp, qn = grow(qp, len(up)), grow(qn, len(un))
+				r := rand.New(rand.NewPCG(e.seed, uint64(i)))
+				for j, u := range up {
+					qp[j] = e.noisyKey(u, delta, r)
 				}
-				e.noisy[i], e.clean[i] = nz, c
+				for j, u := range un {
+					qn[j] = e.noisyKey(u, delta, r)
+				}
+				if lex {
+					e.clean[i] = lexAUC(q, up, un)
+					e.noisy[i] = lexAUC(q, qp, qn)
+				} else {
+					e.clean[i] = ps.auc(up, un)
+					e.noisy[i] = ps.auc(qp, qn)
+				}
+				e.atK[i] = c.aucAtK(q, qp, qn, lex, k)
 			}
 		}(w)
 	}
@@ -866,13 +871,90 @@ func (e *evaluator) run(f, h transform.Transform) (noisy, clean float64, err err
 		if !math.IsNaN(e.clean[i]) {
 			noisy += e.noisy[i]
 			clean += e.clean[i]
+			atK += e.atK[i]
 			n++
 		}
 	}
 	if n == 0 {
-		return nanf(), nanf(), nil
+		return nanf(), nanf(), nanf(), nil
 	}
-	return noisy / n, clean / n, nil
+	return noisy / n, clean / n, atK / n, nil
+}
+
+// noisyKey is the mechanism's sampling key u/Delta + (2/eps_p) Gumbel (the
+// Gumbel-max form of the exponential mechanism at scale 2 Delta/eps_p); at
+// Delta = 0 the utility itself (ties then go by candidate order). The draw
+// is consumed either way, so keys stay paired across epochs.
+func (e *evaluator) noisyKey(u, delta float64, r *rand.Rand) float64 {
+	g := -math.Log(r.ExpFloat64())
+	if delta > 0 {
+		return u/delta + e.sigma*g
+	}
+	return u
+}
+
+// lexAUC is the fraction of (positive, negative) pairs ordered correctly
+// by (public x, key), ties counting 1/2.
+func lexAUC(q *prepQuery, kp, kn []float64) float64 {
+	var wins float64
+	for i, a := range kp {
+		pa := q.xp[q.ppos[i]]
+		for j, b := range kn {
+			pb := q.xp[q.pneg[j]]
+			switch {
+			case pa > pb || pa == pb && a > b:
+				wins++
+			case pa == pb && a == b:
+				wins += 0.5
+			}
+		}
+	}
+	return wins / (float64(len(kp)) * float64(len(kn)))
+}
+
+// cands is scratch for aucAtK.
+type cands struct {
+	idx []int32
+	rel []bool
+}
+
+// aucAtK releases the top k of the query's candidates by (public x if lex,
+// key) and returns its AUC@K (metrics.Evaluate).
+func (c *cands) aucAtK(q *prepQuery, kp, kn []float64, lex bool, k int) float64 {
+	P := len(kp)
+	c.idx = c.idx[:0]
+	for i := range P + len(kn) {
+		c.idx = append(c.idx, int32(i))
+	}
+	key := func(i int32) (float64, float64) {
+		if int(i) < P {
+			if lex {
+				return q.xp[q.ppos[i]], kp[i]
+			}
+			return 0, kp[i]
+		}
+		j := int(i) - P
+		if lex {
+			return q.xp[q.pneg[j]], kn[j]
+		}
+		return 0, kn[j]
+	}
+	slices.SortFunc(c.idx, func(a, b int32) int {
+		pa, ka := key(a)
+		pb, kb := key(b)
+		if r := cmp.Compare(pb, pa); r != 0 {
+			return r
+		}
+		if r := cmp.Compare(kb, ka); r != 0 {
+			return r
+		}
+		return cmp.Compare(a, b)
+	})
+	c.rel = c.rel[:0]
+	for _, i := range c.idx[:min(k, len(c.idx))] {
+		c.rel = append(c.rel, int(i) < P)
+	}
+	return metrics.Evaluate(c.rel, P, k).AUC
 }
 
 func tableValues(t *transform.Table, xs, buf []float64) []float64 {

@@ -247,11 +247,13 @@ func stepSet(r *rand.Rand, n int, pub bool) []Query {
 		q := Query{SMax: 2, DeltaS: 1}
 		for k := 0; k < 5; k++ {
 			q.Pos = append(q.Pos, 2*[]float64{0.6, 0.7}[r.IntN(2)])
-			q.PubPos = append(q.PubPos, 2*r.Float64())
+			// Few public values, so that positives and negatives tie on
+			// s_pub (dplp-pub learns f from those ties).
+			q.PubPos = append(q.PubPos, []float64{0, 0.5, 1}[r.IntN(3)])
 		}
 		for k := 0; k < 50; k++ {
 			q.Neg = append(q.Neg, 2*[]float64{0, 0, 0.4, 0.5}[r.IntN(4)])
-			q.PubNeg = append(q.PubNeg, 2*r.Float64()*r.Float64())
+			q.PubNeg = append(q.PubNeg, []float64{0, 0, 0.5, 1}[r.IntN(4)])
 		}
 		if !pub {
 			q.PubPos, q.PubNeg = nil, nil
@@ -312,14 +314,20 @@ func TestTrainLearnsAndIsDeterministic(t *testing.T) {
 		}
 		// Networks can represent the step; the power basis (exponents <= 2.19)
 		// cannot, and moves slowly (tau * lr = 0.001 per step).
-		if v != Lin && a.BestAUC < h[0].HeldOutAUC+0.02 {
+		// dplp-pub selects by AUC@30 of lexicographic lists, where the
+		// (uninformative) public order caps what f can change.
+		gain := 0.02
+		if v.Public() {
+			gain = 0.01
+		}
+		if v != Lin && a.BestAUC < h[0].HeldOutAUC+gain {
 			t.Errorf("%s: held-out AUC %v -> best %v: no learning", v, h[0].HeldOutAUC, a.BestAUC)
 		}
-		if (a.H != nil) != v.Public() {
-			t.Errorf("%s: H presence wrong", v)
+		if a.H != nil {
+			t.Errorf("%s: a public transform h was trained", v)
 		}
 		f, hh, err := a.Tables(101)
-		if err != nil || f.Len() != 101 || (hh != nil) != v.Public() {
+		if err != nil || f.Len() != 101 || hh != nil {
 			t.Errorf("%s: Tables: %v", v, err)
 		}
 		t.Logf("%s: AUC %.4f -> %.4f (epoch %d)", v, h[0].HeldOutAUC, a.BestAUC, a.BestEpoch)
@@ -388,7 +396,7 @@ func TestBestParamsAreRestored(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := newEvaluator(mustPrep(t, ho), cfg, r2.Uint64())
-	noisy, clean, err := ev.run(res.F, nil)
+	noisy, clean, _, err := ev.run(res.F)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,7 +553,7 @@ func TestResultIndependentOfGOMAXPROCS(t *testing.T) {
 		return res
 	}
 	a, b := run(1), run(2)
-	if !slices.Equal(a.F.Params(), b.F.Params()) || !slices.Equal(a.H.Params(), b.H.Params()) {
+	if !slices.Equal(a.F.Params(), b.F.Params()) || a.H != nil || b.H != nil {
 		t.Error("parameters depend on GOMAXPROCS")
 	}
 	for i := range a.History {
