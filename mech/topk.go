@@ -237,7 +237,7 @@ func ExpTopK(u *Utilities, k int, scale float64, r *rand.Rand, dst []int) ([]int
 					continue
 				}
 			} else {
-				e := r.ExpFloat64()
+				e := expPos(r)
 				if lo, ok := lnLower(e); ok && v-scale*lo < w.h[0].p {
 					continue // g = -ln e <= -lo, so v + scale*g < threshold
 				}
@@ -246,7 +246,7 @@ func ExpTopK(u *Utilities, k int, scale float64, r *rand.Rand, dst []int) ([]int
 				continue
 			}
 		}
-		g := -math.Log(r.ExpFloat64())
+		g := -math.Log(expPos(r))
 		w.offer(item{p: v + scale*g, s: g, idx: i, blk: -1}, k)
 	}
 	for b, blk := range u.Blocks {
@@ -449,4 +449,18 @@ func LaplacePeel(u *Utilities, k int, scale float64, r *rand.Rand, dst []int) ([
 	}
 	w.assignMembers(u, r, dst)
 	return dst, nil
+}
+
+// expPos draws a standard exponential that is strictly positive, so a
+// Gumbel key -ln(e) is always finite: math/rand/v2 documents ExpFloat64's
+// range as (0, MaxFloat64], and the loop makes that an invariant of this
+// package rather than of the standard library (a key of +Inf would make a
+// candidate certain). The residual floating-point error of textbook
+// sampling (Mironov 2012) remains; --sampler exact avoids it.
+func expPos(r *rand.Rand) float64 {
+	for {
+		if e := r.ExpFloat64(); e > 0 {
+			return e
+		}
+	}
 }
