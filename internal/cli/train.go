@@ -137,7 +137,7 @@ costs no privacy; privacy-model §10).`,
 				return err
 			}
 			errw := cmd.ErrOrStderr()
-			fmt.Fprintf(errw, "randomness: %s\n", randx.Source{Seeded: true, Seed: seed})
+			fmt.Fprintf(errw, "training seed %d: fixes the training split, initialisation and training noise (public data only); the model is deployable, and lists released with it draw their own noise\n", seed)
 			start := time.Now()
 			split, err := evaluate.FitSplit(g, prot, evaluate.FitConfig{DevFrac: devFrac, MaxQueries: maxQueries, NegPerQuery: negPerQuery}, randx.Derive(seed, 0x666974))
 			if err != nil {
