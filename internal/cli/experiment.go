@@ -51,6 +51,11 @@ number of cores.`,
 					fmt.Fprintln(cmd.ErrOrStderr(), calib.Warning)
 				}
 			}
+			for _, p := range cfg.Protocols {
+				if p == "reference" {
+					fmt.Fprintln(cmd.ErrOrStderr(), "WARNING: the reference protocol reads protected data (the authors' split and training pairs): no method under it carries the stated guarantee, whatever the calibration")
+				}
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 			defer stop()
 			start := time.Now()
