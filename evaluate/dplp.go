@@ -2,11 +2,13 @@ package evaluate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/model"
+	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/protocol"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/score"
@@ -29,6 +31,44 @@ type TrainOptions struct {
 	Config *train.Config
 	// OnEpoch is passed to the trainer.
 	OnEpoch func(epoch int, loss, heldOutAUC float64)
+	// PseudoSigma is the fraction of the public training graph's edges
+	// marked pseudo-protected for dplp-pub (PseudoProtect): 0 means the
+	// split's sigma (or, for a deployment split, the invariant share of
+	// marks, see PseudoProtect); negative turns pseudo-protection off.
+	PseudoSigma float64
+	// SelectK is the release K the dplp-pub epoch is selected for (AUC@K;
+	// 0: train.DefaultSelectK = 30).
+	SelectK int
+}
+
+// PseudoProtect returns the marks dplp-pub trains with: the split's
+// TrainProt plus a seeded fraction sigma of the edges of the public
+// training graph s.Train, marked pseudo-protected. Pseudo-protected edges
+// stay in the graph, so they count in s but not in s_pub, and they raise
+// Delta_s(u) as real marks do at release: the training pairs then see
+// private evidence (s > s_pub) as the release does, and f learns what it is
+// worth. Only invariant data is read (s.Train is the public graph minus
+// dev positives, TrainProt the public marks) and the draw uses seed alone,
+// so neighbouring graphs give identical marks.
+//
+// sigma <= 0 selects the split's Config.Sigma when set, otherwise (a
+// deployment split) the invariant share of marks |marks| / (|E(Train)| +
+// |marks|), capped at 0.5 (marks include protected non-edges, so this
+// over-estimates the protected share of edges).
+func PseudoProtect(s *protocol.Split, sigma float64, seed uint64) (*protect.Set, error) {
+	if sigma <= 0 {
+		sigma = s.Config.Sigma
+	}
+	if sigma <= 0 {
+		m := float64(s.TrainProt.Len())
+		sigma = min(0.5, m/(float64(s.Train.M())+m))
+	}
+	pseudo, err := protect.Synthetic(s.Train, sigma, 0, randx.Derive(seed, 0x70736575646f))
+	if err != nil {
+		return nil, err
+	}
+	pairs := append(s.TrainProt.Pairs(), pseudo.Pairs()...)
+	return protect.New(s.Train.N(), pairs)
 }
 
 // TrainSummary describes a training run.
@@ -80,6 +120,18 @@ func TrainModelFrom(s *protocol.Split, sc *score.Scorer, name, variant string, e
 		every = 5
 	}
 	publicOnly := opt.Reference && v == train.Lin
+	if v == train.DPLPPub && s.Kind != protocol.Reference && opt.PseudoSigma >= 0 && slices.Contains(score.Kinds(), sc.Kind()) {
+		// Triad scores: rescore the public training graph with
+		// pseudo-protected marks so that s differs from s_pub as at
+		// release (PseudoProtect). Other predictors keep their scorer.
+		marks, err := PseudoProtect(s, opt.PseudoSigma, seed)
+		if err != nil {
+			return nil, TrainSummary{}, err
+		}
+		if sc, err = score.New(s.Train, marks, sc.Kind()); err != nil {
+			return nil, TrainSummary{}, err
+		}
+	}
 	tr, held, err := TrainingDataFrom(s, sc, every, publicOnly)
 	if err != nil {
 		return nil, TrainSummary{}, err
@@ -91,6 +143,9 @@ func TrainModelFrom(s *protocol.Split, sc *score.Scorer, name, variant string, e
 	}
 	if opt.Epochs > 0 {
 		cfg.Epochs = opt.Epochs
+	}
+	if opt.SelectK > 0 {
+		cfg.SelectK = opt.SelectK
 	}
 	cfg.OnEpoch = opt.OnEpoch
 	start := time.Now()
