@@ -2,10 +2,11 @@ package ledger
 
 import (
 	"context"
-	"crypto/rand"
+	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,7 +60,7 @@ var postgresFixture = fixture{"postgres", func(t *testing.T) string {
 	}
 	defer conn.Close(ctx)
 	var b [6]byte
-	rand.Read(b[:])
+	crand.Read(b[:])
 	schema := "ledger_test_" + hex.EncodeToString(b[:])
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatal(err)
@@ -122,6 +123,10 @@ func child(mode string) int {
 			time.Sleep(time.Until(time.Unix(0, at)))
 		}
 		for i := 0; i < n; i++ {
+			// A little think time between charges, as a real client has: a
+			// process that re-takes SQLite's write lock immediately after each
+			// commit can starve the other (its busy handler polls).
+			time.Sleep(time.Duration(rand.N(2000)) * time.Microsecond)
 			cost := costOf(i)
 			r, _, err := s.Charge(ctx, testRelease(user, fmt.Sprintf("%d-%d", os.Getpid(), i), cost), Cap{capEps, capEps})
 			var be *BudgetError

@@ -131,7 +131,8 @@ func TestMultiProcessCharges(t *testing.T) {
 		var sum float64
 		fresh, refused := 0, 0
 		ids := releaseIDs(t, s)
-		for _, out := range outs {
+		lo, hi := [2]int64{math.MaxInt64, math.MaxInt64}, [2]int64{}
+		for c, out := range outs {
 			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 				f := strings.Fields(line)
 				switch {
@@ -143,6 +144,7 @@ func TestMultiProcessCharges(t *testing.T) {
 					}
 					sum += cost
 					fresh++
+					lo[c], hi[c] = min(lo[c], id), max(hi[c], id)
 				case line == "refused":
 					refused++
 				default:
@@ -160,7 +162,8 @@ func TestMultiProcessCharges(t *testing.T) {
 		if sp.Spent > capEps || refused == 0 {
 			t.Fatalf("spent %v (cap %v), %d refused", sp.Spent, capEps, refused)
 		}
-		t.Logf("2 processes: %d charges (eps %v), %d refused", fresh, sum, refused)
+		t.Logf("2 processes: %d charges (eps %v), %d refused; release ids %d-%d and %d-%d (interleaved: %v)",
+			fresh, sum, refused, lo[0], hi[0], lo[1], hi[1], lo[0] < hi[1] && lo[1] < hi[0])
 	})
 }
 
