@@ -18,7 +18,7 @@ import (
 
 // CodeVersion is part of every cache key: bump it whenever a change to this
 // package or to what it calls changes results, so stale cells are recomputed.
-const CodeVersion = "experiment-v4"
+const CodeVersion = "experiment-v5"
 
 // predictor is a parsed base predictor of Config.Scores.
 type predictor struct {

@@ -47,6 +47,11 @@ type Result struct {
 	Seconds      float64  `json:"seconds"`
 	TrainSeconds float64  `json:"train_seconds,omitempty"`
 	HeldOutAUC   *float64 `json:"held_out_auc,omitempty"`
+	// EpsSpent is the mean protected-pair eps charged per released list
+	// (eps_p x random picks; below K x eps_p for DPLP-pub, whose picks fixed
+	// by the public scores are free; 0 for public-only; null for the
+	// non-private top-K and for cells cached before the column existed).
+	EpsSpent *float64 `json:"eps_spent"`
 }
 
 // ReadResults reads a results.json written by Run.
@@ -71,7 +76,7 @@ func (p *plan) row(c cell, r *Result) Row {
 // csvHeader are the columns of results.csv, in results.json's key order.
 var csvHeader = []string{"dataset", "score", "method", "calibration", "protocol", "eps", "sigma", "k", "seed",
 	"auc_at_k", "precision_at_k", "recall_at_k", "ndcg_at_k", "map_at_k", "mrr", "hits_at_k", "queries",
-	"roc_auc", "zero_noise_queries", "seconds", "train_seconds", "held_out_auc"}
+	"roc_auc", "zero_noise_queries", "seconds", "train_seconds", "held_out_auc", "eps_spent"}
 
 // fmtF formats a configuration value (eps, sigma, a power) in the shortest
 // form that reads back exactly; method names such as power:A use it too.
@@ -96,7 +101,7 @@ func (r *Row) csv() []string {
 	return []string{r.Dataset, r.Score, r.Method, r.Calibration, r.Protocol, fmtF(r.Eps), fmtF(r.Sigma),
 		strconv.Itoa(r.K), strconv.Itoa(r.Seed), fmtM(r.AUC), fmtM(r.Precision), fmtM(r.Recall), fmtM(r.NDCG),
 		fmtM(r.MAP), fmtM(r.MRR), fmtM(r.Hits), strconv.Itoa(r.Queries), fmtPtr(r.ROCAUC),
-		strconv.Itoa(r.ZeroNoise), fmtM(r.Seconds), ts, fmtPtr(r.HeldOutAUC)}
+		strconv.Itoa(r.ZeroNoise), fmtM(r.Seconds), ts, fmtPtr(r.HeldOutAUC), fmtPtr(r.EpsSpent)}
 }
 
 // writeJSON writes v as indented JSON to path (atomically, see writeAtomic).
@@ -250,6 +255,7 @@ func summary(p *plan, rows []Row, skipped int, figs []string) string {
 						}
 						b.WriteString(table(p, agg, prot.String(), cal.String(), eps, sigma, k))
 						b.WriteString("\n")
+						b.WriteString(epsSpentTable(p, rows, prot.String(), cal.String(), eps, sigma, k))
 					}
 				}
 			}

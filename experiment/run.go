@@ -437,6 +437,7 @@ func (r *runner) one(split *protocol.Split, u *unit, scorer func(cell, string) (
 	res.Seconds = time.Since(t0).Seconds()
 	res.TopK, res.Queries, res.ZeroNoise = er.Mean, er.Queries, er.ZeroNoise
 	res.ROCAUC = finitePtr(er.ROCAUC)
+	res.EpsSpent = finitePtr(er.EpsSpent)
 	m := er.Mean
 	for _, x := range []float64{m.AUC, m.Precision, m.Recall, m.NDCG, m.MAP, m.MRR, m.Hits} {
 		if math.IsNaN(x) || math.IsInf(x, 0) {

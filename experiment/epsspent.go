@@ -1,0 +1,47 @@
+package experiment
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dplp/dplp/metrics"
+)
+
+// epsSpentTable renders, under a summary table, the mean protected-pair
+// eps spent per released list (column eps_spent of results.json), averaged
+// over seeds, one line per dataset and score listing every method with a
+// finite cost: K x eps_p for the exponential mechanism and DPLP, less for
+// DPLP-pub (only its random picks are charged, privacy-model §11), 0 for
+// public-only. Empty when no row has the column (cells cached before it
+// existed). A list rather than a table, so that the summary's tables stay
+// one per setting.
+func epsSpentTable(p *plan, rows []Row, prot, cal string, eps, sigma float64, k int) string {
+	vals := map[aggKey][]float64{}
+	for i := range rows {
+		if rows[i].EpsSpent != nil {
+			key := rowAgg(&rows[i])
+			vals[key] = append(vals[key], *rows[i].EpsSpent)
+		}
+	}
+	var b strings.Builder
+	for _, ds := range p.datasets {
+		for _, pr := range p.preds {
+			var parts []string
+			for _, m := range p.methods {
+				v := vals[aggKey{ds, pr.name, m.name, cal, prot, eps, sigma, k}]
+				if len(v) == 0 {
+					continue
+				}
+				mean, _ := metrics.MeanCI(v)
+				parts = append(parts, fmt.Sprintf("%s %.3g", m.name, mean))
+			}
+			if len(parts) > 0 {
+				fmt.Fprintf(&b, "- %s %s: %s\n", ds, pr.display(), strings.Join(parts, ", "))
+			}
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Mean eps spent per list (`eps_spent`; K x eps_p = %s):\n\n%s\n", fmtF(float64(k)*eps), b.String())
+}
