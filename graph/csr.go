@@ -182,13 +182,23 @@ func FromCSR(off []int64, adj []int32, labels []string) (*Graph, error) {
 	if u := bad.Load(); u >= 0 {
 		return nil, fmt.Errorf("graph: neighbour list of node %d is not strictly increasing within [0,%d) without self-loops", u, n)
 	}
-	if u, ok := symmetric(off, adj); !ok {
-		return nil, fmt.Errorf("graph: adjacency is not symmetric at node %d", u)
-	}
-	if labels != nil {
-		if i, j, ok := distinct(labels); !ok {
-			return nil, fmt.Errorf("graph: nodes %d and %d have the same label %q", i, j, labels[i])
+	// The two remaining checks are independent: run them side by side.
+	labelErr := make(chan error, 1)
+	go func() {
+		if labels != nil {
+			if i, j, ok := distinct(labels); !ok {
+				labelErr <- fmt.Errorf("graph: nodes %d and %d have the same label %q", i, j, labels[i])
+				return
+			}
 		}
+		labelErr <- nil
+	}()
+	u, sym := symmetric(off, adj)
+	if err := <-labelErr; err != nil {
+		return nil, err
+	}
+	if !sym {
+		return nil, fmt.Errorf("graph: adjacency is not symmetric at node %d", u)
 	}
 	return &Graph{Off: off, Adj: adj, labels: labels}, nil
 }
@@ -221,43 +231,26 @@ func symmetric(off []int64, adj []int32) (int32, bool) {
 }
 
 // distinct reports whether all labels differ, and otherwise two equal ones.
-// It sorts 64-bit hashes and compares strings only on equal hashes.
+// It sorts 64-bit hashes of the labels; only when two hashes are equal does
+// it compare strings (through a map).
 func distinct(labels []string) (int, int, bool) {
-	type hi struct {
-		h uint64
-		i int32
-	}
 	seed := maphash.MakeSeed()
-	hs := make([]hi, len(labels))
+	hs := make([]uint64, len(labels))
 	for i, l := range labels {
-		hs[i] = hi{maphash.String(seed, l), int32(i)}
+		hs[i] = maphash.String(seed, l)
 	}
-	slices.SortFunc(hs, func(a, b hi) int {
-		switch {
-		case a.h < b.h:
-			return -1
-		case a.h > b.h:
-			return 1
-		}
-		return int(a.i - b.i)
-	})
+	slices.Sort(hs)
 	for k := 1; k < len(hs); k++ {
-		if hs[k].h != hs[k-1].h {
-			continue
-		}
-		// Equal hashes: compare the run of strings exactly.
-		j := k
-		for j < len(hs) && hs[j].h == hs[k-1].h {
-			j++
-		}
-		seen := map[string]int32{}
-		for _, x := range hs[k-1 : j] {
-			if p, ok := seen[labels[x.i]]; ok {
-				return int(p), int(x.i), false
+		if hs[k] == hs[k-1] {
+			seen := make(map[string]int, len(labels))
+			for i, l := range labels {
+				if j, ok := seen[l]; ok {
+					return j, i, false
+				}
+				seen[l] = i
 			}
-			seen[labels[x.i]] = x.i
+			break // a hash collision between different labels
 		}
-		k = j
 	}
 	return 0, 0, true
 }

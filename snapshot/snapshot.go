@@ -30,6 +30,7 @@
 package snapshot
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -204,7 +205,14 @@ func WriteFile(path string, g *graph.Graph, marks *protect.Set, build graph.Buil
 			os.Remove(f.Name())
 		}
 	}()
-	if err = Write(f, g, marks, build); err != nil {
+	if err = f.Chmod(0o644); err != nil { // CreateTemp makes 0600
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err = Write(bw, g, marks, build); err != nil {
+		return err
+	}
+	if err = bw.Flush(); err != nil {
 		return err
 	}
 	if err = f.Sync(); err != nil {
