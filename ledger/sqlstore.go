@@ -122,6 +122,13 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 			users[items[i].User] = true
 		}
 	}
+	if len(users) == 0 { // nothing valid to charge: no transaction
+		results := make([]ChargeResult, len(rs))
+		for i := range results {
+			results[i].Err = bad[i]
+		}
+		return results, nil
+	}
 	sorted := make([]string, 0, len(users))
 	for u := range users {
 		sorted = append(sorted, u)

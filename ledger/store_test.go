@@ -565,6 +565,12 @@ func TestChargeBatch(t *testing.T) {
 		if !reflect.DeepEqual(us, want) {
 			t.Fatalf("users %+v, want %+v", us, want)
 		}
+		if res, err := s.ChargeBatch(ctx, nil, Unlimited); err != nil || len(res) != 0 {
+			t.Fatalf("empty batch: %v %v", res, err)
+		}
+		if res, err := s.ChargeBatch(ctx, []Release{bad}, Unlimited); err != nil || len(res) != 1 || !errors.Is(res[0].Err, ErrInvalid) {
+			t.Fatalf("all-invalid batch: %+v %v", res, err)
+		}
 		// Idempotent duplicates within one batch: the second sees the first.
 		d := testRelease("d", "x", 1)
 		d.IdemKey = "once"
