@@ -1,0 +1,139 @@
+package pipeline
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+	"github.com/dplp/dplp/ledger"
+)
+
+// Charges. The pipeline writes one charge per user with the idempotency key
+// run:<run-id>:<user>. The key depends only on the run id (fixed by the
+// driver when the pipeline is built) and the user, never on which worker
+// or attempt produced the record, so a retried bundle, a re-run of the
+// whole pipeline with the same run id, or a second import of the same file
+// charges each user at most once: ledger.Store.ChargeBatch returns the
+// first release for a (user, key) it has already recorded.
+
+// ApplyResult summarises ApplyCharges.
+type ApplyResult struct {
+	Fresh, Again int
+	Spent        float64
+	Refused      []string
+}
+
+// ReadCharges reads a charges file.
+func ReadCharges(ctx context.Context, path string) ([]Charge, error) {
+	rc, err := openRead(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	var out []Charge
+	sc := bufio.NewScanner(rc)
+	sc.Buffer(nil, 1<<30)
+	line := 0
+	for sc.Scan() {
+		line++
+		var c Charge
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&c); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		out = append(out, c)
+	}
+	return out, sc.Err()
+}
+
+func openRead(ctx context.Context, path string) (io.ReadCloser, error) {
+	if !hasScheme(path) {
+		return os.Open(path)
+	}
+	fs, err := filesystem.New(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := fs.OpenRead(ctx, path)
+	if err != nil {
+		fs.Close()
+		return nil, err
+	}
+	return rc, nil
+}
+
+// Release converts a charge to the ledger's record.
+func (c *Charge) Release() ledger.Release {
+	return ledger.Release{User: c.User, Model: c.Model, K: c.K, EpsP: c.EpsP, List: c.List, Cost: c.Cost, Rho: c.Rho,
+		Seeded: c.Seeded, IdemKey: c.IdemKey, Influencers: c.Influencers}
+}
+
+// ApplyCharges charges every record of the charges file into the ledger
+// store dsn (in transactions of 256, each user capped at budget eps) and
+// then writes the lists of the users whose charge was accepted to out, in
+// the recommend command's JSONL format: the stored list, with the cost
+// charged by this call (0 when the key was already recorded). Refused
+// users get no line. The uncharged lists file is removed.
+func ApplyCharges(ctx context.Context, dsn, chargesPath string, budget float64, uncharged, out string) (ApplyResult, error) {
+	var res ApplyResult
+	cs, err := ReadCharges(ctx, chargesPath)
+	if err != nil {
+		return res, err
+	}
+	st, err := ledger.Open(ctx, dsn)
+	if err != nil {
+		return res, err
+	}
+	defer st.Close()
+	cp := ledger.Cap{Eps: budget, Rho: ledger.Unlimited.Rho}
+	var finals []Final
+	const batch = 256
+	for lo := 0; lo < len(cs); lo += batch {
+		hi := min(lo+batch, len(cs))
+		rs := make([]ledger.Release, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			rs = append(rs, cs[i].Release())
+		}
+		cr, err := st.ChargeBatch(ctx, rs, cp)
+		if err != nil {
+			return res, err
+		}
+		for j, c := range cr {
+			ch := &cs[lo+j]
+			if c.Err != nil {
+				if errors.Is(c.Err, ledger.ErrBudgetExhausted) {
+					res.Refused = append(res.Refused, ch.User)
+					continue
+				}
+				return res, fmt.Errorf("charge of user %s: %w", ch.User, c.Err)
+			}
+			cost := 0.0
+			if c.Fresh {
+				cost = c.Release.Cost
+				res.Fresh++
+				res.Spent += cost
+			} else {
+				res.Again++
+			}
+			line, err := RenderLine(ch.User, c.Release.List, ch.K, ch.EpsP, cost)
+			if err != nil {
+				return res, err
+			}
+			finals = append(finals, Final{U: int32(len(finals)), Line: line})
+		}
+	}
+	if err := writeLines(ctx, out, finals, func(x *Final) string { return x.Line }); err != nil {
+		return res, err
+	}
+	if !hasScheme(uncharged) {
+		os.Remove(uncharged)
+	}
+	return res, nil
+}

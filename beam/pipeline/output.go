@@ -1,0 +1,154 @@
+package pipeline
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+)
+
+// RecLine is one output line: the recommend command's JSONL line
+// (internal/cli recLine), keys in that order.
+type RecLine struct {
+	User            string   `json:"user"`
+	Recommendations []string `json:"recommendations"`
+	K               int      `json:"k"`
+	EpsP            float64  `json:"eps_p"`
+	Cost            float64  `json:"cost"`
+	Seeded          bool     `json:"seeded"`
+}
+
+// Charge is one line of the charges file: a ledger.Release to charge, with
+// a deterministic idempotency key.
+type Charge struct {
+	IdemKey     string   `json:"idem_key"`
+	User        string   `json:"user"`
+	Model       string   `json:"model"`
+	K           int      `json:"k"`
+	EpsP        float64  `json:"eps_p"`
+	List        []string `json:"list"`
+	Cost        float64  `json:"cost"`
+	Rho         float64  `json:"rho"`
+	Seeded      bool     `json:"seeded"`
+	Influencers []string `json:"influencers,omitempty"`
+}
+
+// IdemKey is the idempotency key of a user's charge in run runID.
+func IdemKey(runID, user string) string { return "run:" + runID + ":" + user }
+
+// marshal is json.Encoder's encoding (HTML-safe escapes, as the CLI's
+// encoder) without the trailing newline.
+func marshal(v any) (string, error) {
+	var b bytes.Buffer
+	if err := json.NewEncoder(&b).Encode(v); err != nil {
+		return "", err
+	}
+	return string(bytes.TrimSuffix(b.Bytes(), []byte{'\n'})), nil
+}
+
+// RenderLine renders one user's output line (no newline).
+func RenderLine(user string, list []string, k int, epsP, cost float64) (string, error) {
+	if list == nil {
+		list = []string{}
+	}
+	return marshal(RecLine{User: user, Recommendations: list, K: k, EpsP: epsP, Cost: cost, Seeded: true})
+}
+
+// writeFn gathers every user's records on one worker, sorts them by user
+// id (the single-machine order) and writes the lists file and the charges
+// file. A retried bundle rewrites both files with the same content; local
+// files are written to a temporary name and renamed.
+type writeFn struct {
+	Out, Charges string
+}
+
+func (f *writeFn) ProcessElement(ctx context.Context, _ int, it func(*Final) bool) error {
+	var all []Final
+	var x Final
+	for it(&x) {
+		all = append(all, x)
+	}
+	slices.SortFunc(all, func(a, b Final) int { return cmp.Compare(a.U, b.U) })
+	if err := writeLines(ctx, f.Out, all, func(x *Final) string { return x.Line }); err != nil {
+		return err
+	}
+	if f.Charges != "" {
+		return writeLines(ctx, f.Charges, all, func(x *Final) string { return x.Charge })
+	}
+	return nil
+}
+
+func writeLines(ctx context.Context, path string, all []Final, pick func(*Final) string) error {
+	write := func(w io.Writer) error {
+		bw := bufio.NewWriterSize(w, 1<<20)
+		for i := range all {
+			bw.WriteString(pick(&all[i]))
+			bw.WriteByte('\n')
+		}
+		return bw.Flush()
+	}
+	if filepath.IsAbs(path) || !hasScheme(path) {
+		// Local: temporary file in the same directory, then rename.
+		dir := filepath.Dir(path)
+		tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+		if err != nil {
+			return err
+		}
+		if err := write(tmp); err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if err := tmp.Sync(); err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			return err
+		}
+		if err := tmp.Close(); err != nil {
+			os.Remove(tmp.Name())
+			return err
+		}
+		return os.Rename(tmp.Name(), path)
+	}
+	fs, err := filesystem.New(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer fs.Close()
+	w, err := fs.OpenWrite(ctx, path)
+	if err != nil {
+		return err
+	}
+	if err := write(w); err != nil {
+		w.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return w.Close()
+}
+
+func hasScheme(path string) bool {
+	for i, c := range path {
+		if c == ':' {
+			return i > 0 && i+2 < len(path) && path[i+1] == '/' && path[i+2] == '/'
+		}
+		if c == '/' {
+			return false
+		}
+	}
+	return false
+}
+
+// Write writes the output files from the Final records.
+func Write(s beam.Scope, out, charges string, finals beam.PCollection) {
+	s = s.Scope("Write")
+	beam.ParDo0(s, &writeFn{Out: out, Charges: charges}, beam.GroupByKey(s, beam.AddFixedKey(s, finals)))
+}

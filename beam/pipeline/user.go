@@ -1,0 +1,268 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"sort"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/model"
+	"github.com/dplp/dplp/release"
+	"github.com/dplp/dplp/score"
+)
+
+// UserOut is one user's sampled list (ids in rank order).
+type UserOut struct {
+	U           int32
+	Label       string
+	IDs         []int32
+	Picks       int32
+	Influencers []int32 // ascending; only when Picks > 0 (CN/AA/RA)
+	AllInfl     bool    // every party influences (JC)
+}
+
+// loadModel parses a model file's bytes with model.Load (through a
+// temporary file, so the checksum and invariants are checked exactly as on
+// the single-machine path).
+func loadModel(data []byte) (*model.Model, error) {
+	f, err := os.CreateTemp("", "dplp-beam-model-*.json")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	return model.Load(f.Name())
+}
+
+// sensitivity is score.Scorer.Sensitivity from b(u), c(u) and deg(u).
+func sensitivity(kind score.Kind, b, c, deg int) (deltaS, sMax float64) {
+	d := float64(deg)
+	switch kind {
+	case score.CN:
+		return float64(max(b, c)), d
+	case score.AA:
+		return float64(b+c) / math.Ln2, d / math.Ln2
+	case score.RA:
+		return float64(b+c) / 2, d / 2
+	default: // JC
+		return 1, 1
+	}
+}
+
+// releaseFn assembles each user's release.UserInput and samples it with
+// release.Sampler and release.UserRNG(seed, label, 0), with the calib plan
+// release.Recommender builds.
+type releaseFn struct {
+	Kind  int
+	K     int
+	Seed  uint64
+	Model []byte // the model file's bytes (the compiled model as a side input)
+
+	m   *model.Model
+	cfg calib.Config
+	sm  release.Sampler
+}
+
+func (f *releaseFn) Setup() error {
+	m, err := loadModel(f.Model)
+	if err != nil {
+		return err
+	}
+	f.m = m
+	f.cfg = calib.Config{Method: calib.Exponential, Kind: score.Kind(f.Kind), Eps: m.EpsP, Transform: m}
+	return f.cfg.Validate()
+}
+
+func (f *releaseFn) ProcessElement(u int32, nodes func(*Node) bool, cands func(*Cand) bool, sens func(*SensInfo) bool, n int, emit func(UserOut)) error {
+	nd, in, si, err := assemble(score.Kind(f.Kind), u, nodes, cands, sens, n)
+	if err != nil {
+		return err
+	}
+	kind := score.Kind(f.Kind)
+	plan := f.cfg.Plan(calib.Query{DeltaS: in.DeltaS, SMax: in.SMax})
+	if math.IsNaN(plan.Scale) || math.IsInf(plan.Scale, 0) || plan.Scale < 0 {
+		return fmt.Errorf("release: user %s: noise scale %v is not a finite number >= 0", nd.Label, plan.Scale)
+	}
+	out, err := f.sm.Sample(&plan, in, f.K, release.UserRNG(f.Seed, nd.Label, 0))
+	if err != nil {
+		return err
+	}
+	uo := UserOut{U: u, Label: nd.Label, IDs: slices.Clone(out.IDs), Picks: int32(out.Picks)}
+	if uo.IDs == nil {
+		uo.IDs = []int32{}
+	}
+	if out.Picks > 0 {
+		if kind == score.JC {
+			uo.AllInfl = true
+		} else {
+			uo.Influencers = si.Infl
+		}
+	}
+	emit(uo)
+	return nil
+}
+
+// assemble builds user u's release.UserInput from the joined records.
+func assemble(kind score.Kind, u int32, nodes func(*Node) bool, cands func(*Cand) bool, sens func(*SensInfo) bool, n int) (Node, *release.UserInput, SensInfo, error) {
+	var nd Node
+	var si SensInfo
+	if !nodes(&nd) {
+		return nd, nil, si, fmt.Errorf("candidates for unknown node %d (internal error)", u)
+	}
+	sens(&si)
+	nbrs := nd.Nbrs
+	var c Cand
+	in := &release.UserInput{N: n, Canonical: true} // seeded: sorted by id, as release.Recommender with WithSeed
+	for cands(&c) {
+		if c.V == u || has(nbrs, c.V) {
+			continue // not a candidate (score.Worker skips u and N(u))
+		}
+		in.Cands = append(in.Cands, c.V)
+		in.S = append(in.S, c.S)
+		in.Pub = append(in.Pub, c.Pub)
+	}
+	in.Zero = n - 1 - len(nbrs) - len(in.Cands)
+	if in.Zero < 0 {
+		return nd, nil, si, fmt.Errorf("user %s: negative zero block (internal error)", nd.Label)
+	}
+	sorted := slices.Clone(in.Cands)
+	slices.Sort(sorted)
+	in.InZero = func(v int32) bool {
+		return v >= 0 && int(v) < n && v != u && !has(nbrs, v) && !has(sorted, v)
+	}
+	in.ZeroList = func(dst []int32) []int32 {
+		dst = dst[:0]
+		for v := int32(0); int(v) < n; v++ {
+			if in.InZero(v) {
+				dst = append(dst, v)
+			}
+		}
+		return dst
+	}
+	b := 0
+	if si.C >= 1 {
+		b = 1
+	}
+	in.DeltaS, in.SMax = sensitivity(kind, b, int(si.C), len(nbrs))
+	return nd, in, si, nil
+}
+
+// Release joins each node's record with its candidates and sensitivity and
+// samples its list.
+func Release(s beam.Scope, kind score.Kind, k int, seed uint64, modelBytes []byte, nodes, cands, sens, n beam.PCollection) beam.PCollection {
+	s = s.Scope("Release")
+	j := beam.CoGroupByKey(s, beam.ParDo(s, keyNode, nodes), cands, sens)
+	return beam.ParDo(s, &releaseFn{Kind: int(kind), K: k, Seed: seed, Model: modelBytes}, j, beam.SideInput{Input: n})
+}
+
+// Labelling the released ids: every pick (and influencer) is sent to the
+// node it names, joined with the (id, label) table and sent back.
+
+// Ref asks for the label of a node on behalf of user U: Rank >= 0 is a
+// pick's rank, -1 an influencer.
+type Ref struct {
+	U    int32
+	Rank int32
+}
+
+// Labeled is a resolved Ref.
+type Labeled struct {
+	Rank  int32
+	ID    int32
+	Label string
+}
+
+func refsFn(o UserOut, emit func(int32, Ref)) {
+	for i, v := range o.IDs {
+		emit(v, Ref{U: o.U, Rank: int32(i)})
+	}
+	for _, w := range o.Influencers {
+		emit(w, Ref{U: o.U, Rank: -1})
+	}
+}
+
+func labelRefsFn(id int32, labels func(*string) bool, refs func(*Ref) bool, emit func(int32, Labeled)) error {
+	var label string
+	if !labels(&label) {
+		return fmt.Errorf("no label for node id %d (internal error)", id)
+	}
+	var r Ref
+	for refs(&r) {
+		emit(r.U, Labeled{Rank: r.Rank, ID: id, Label: label})
+	}
+	return nil
+}
+
+func keyUserOut(o UserOut) (int32, UserOut) { return o.U, o }
+
+// Final is one user's output line and charge record (JSON, no newline).
+type Final struct {
+	U            int32
+	Line, Charge string
+}
+
+// finalFn renders a user's JSONL line (the recommend command's format) and
+// charge record.
+type finalFn struct {
+	K       int
+	EpsP    float64
+	ModelID string
+	RunID   string
+}
+
+func (f *finalFn) ProcessElement(u int32, outs func(*UserOut) bool, labs func(*Labeled) bool, emit func(Final)) error {
+	var o UserOut
+	if !outs(&o) {
+		return fmt.Errorf("labels for unknown user %d (internal error)", u)
+	}
+	list := make([]string, len(o.IDs))
+	var infl []Labeled
+	var l Labeled
+	got := 0
+	for labs(&l) {
+		if l.Rank < 0 {
+			infl = append(infl, l)
+			continue
+		}
+		list[l.Rank] = l.Label
+		got++
+	}
+	if got != len(o.IDs) {
+		return fmt.Errorf("user %s: %d of %d labels (internal error)", o.Label, got, len(o.IDs))
+	}
+	sort.Slice(infl, func(i, j int) bool { return infl[i].ID < infl[j].ID })
+	line, err := RenderLine(o.Label, list, f.K, f.EpsP, float64(o.Picks)*f.EpsP)
+	if err != nil {
+		return err
+	}
+	ch := Charge{IdemKey: IdemKey(f.RunID, o.Label), User: o.Label, Model: f.ModelID, K: f.K, EpsP: f.EpsP, List: list,
+		Cost: float64(o.Picks) * f.EpsP, Rho: float64(o.Picks) * f.EpsP * f.EpsP / 8, Seeded: true}
+	if o.AllInfl {
+		ch.Influencers = []string{release.Everyone}
+	}
+	for _, x := range infl {
+		ch.Influencers = append(ch.Influencers, x.Label)
+	}
+	cb, err := marshal(ch)
+	if err != nil {
+		return err
+	}
+	emit(Final{U: u, Line: line, Charge: cb})
+	return nil
+}
+
+// Finals labels every user's list and renders the output records.
+func Finals(s beam.Scope, f *finalFn, outs, idLabels beam.PCollection) beam.PCollection {
+	s = s.Scope("Label")
+	labeled := beam.ParDo(s, labelRefsFn, beam.CoGroupByKey(s, idLabels, beam.ParDo(s, refsFn, outs)))
+	return beam.ParDo(s, f, beam.CoGroupByKey(s, beam.ParDo(s, keyUserOut, outs), labeled))
+}
