@@ -297,3 +297,25 @@ func FuzzParseBlocks(f *testing.F) {
 		withBlockSize(int(bs)+1, func() { checkAgainstRef(t, in) })
 	})
 }
+
+// The score-file reader (predict.ReadScores) goes through ScanTriples: the
+// same line rules apply, with the third field passed through.
+func TestScanTriplesLineRules(t *testing.T) {
+	var got []string
+	n, err := ScanTriples(strings.NewReader("\xEF\xBB\xBFa,b,0.5\rb c\r\n# x\nc,d,1,extra"), "s", func(line int64, a, b, c []byte) error {
+		got = append(got, fmt.Sprintf("%d:%s-%s-%s", line, a, b, c))
+		return nil
+	})
+	if want := []string{"1:a-b-0.5", "2:b-c-", "4:c-d-1"}; err != nil || n != 4 || !slices.Equal(got, want) {
+		t.Fatalf("got %q, %d lines, %v", got, n, err)
+	}
+	for _, c := range []struct{ in, err string }{
+		{"a b 0.5\r\"a\" b 1\r", "s:2: double quote in a node label"},
+		{"a b \"0.5\"\n", "s:1: double quote in column 3"},
+		{"a b 0.5\na b \xff\n", "s:2: column 3 is not valid UTF-8"},
+	} {
+		if _, err := ScanTriples(strings.NewReader(c.in), "s", func(int64, []byte, []byte, []byte) error { return nil }); err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Fatalf("%q: %v, want %q", c.in, err, c.err)
+		}
+	}
+}
