@@ -362,7 +362,7 @@ func (s *Server) recs(w http.ResponseWriter, r *http.Request, fresh bool) *Probl
 	} else {
 		s.met.releases.WithLabelValues("reserved").Inc()
 	}
-	sp, err := s.store.Budget(ctx, label)
+	sp, err := s.cache.cachedBudget(ctx, label)
 	if err != nil {
 		// The list is released and charged: still return it.
 		s.log.Error("budget lookup after a release failed", "user", label, "err", err)

@@ -71,6 +71,11 @@ type Config struct {
 	// rebuilds the serving state when they changed (marks set through
 	// another process sharing the store). 0: only on PUT and reload.
 	MarksRefresh time.Duration
+	// CacheTTL bounds how stale the in-memory read cache (token hashes,
+	// latest lists, budgets shown with lists) may be with respect to
+	// changes made by OTHER processes sharing the store; changes made
+	// through this process are seen at once. 0: 1s; negative: no cache.
+	CacheTTL time.Duration
 	// NoGroupCommit disables group commit (one transaction per charge).
 	NoGroupCommit bool
 	// Logger receives JSON logs (default: slog JSON to stderr).
@@ -85,7 +90,8 @@ type Config struct {
 type Server struct {
 	cfg       Config
 	log       *slog.Logger
-	store     ledger.Store // timed store (tokens, budgets, marks)
+	store     ledger.Store // cached, timed store (tokens, budgets, marks)
+	cache     *cacheStore
 	charger   ledger.Store // what Recommenders charge through (group commit)
 	ownStore  ledger.Store // closed by Close when opened here
 	cap       ledger.Cap
@@ -163,7 +169,15 @@ func New(cfg Config) (*Server, error) {
 		}
 		base, s.ownStore = st, st
 	}
-	s.store = newTimedStore(base, s.met.storeLatency)
+	ttl := cfg.CacheTTL
+	switch {
+	case ttl == 0:
+		ttl = time.Second
+	case ttl < 0:
+		ttl = 0
+	}
+	s.cache = newCacheStore(newTimedStore(base, s.met.storeLatency), ttl, 1<<20)
+	s.store = s.cache
 	s.charger = s.store
 	if !cfg.NoGroupCommit {
 		s.charger = newGroupStore(s.store, 1024, func(n int) { s.met.groupSize.Observe(float64(n)) })

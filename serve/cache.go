@@ -1,0 +1,198 @@
+package serve
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/dplp/dplp/ledger"
+)
+
+// cacheStore keeps the reads of the hot paths (token hashes, the latest
+// list of (user, model, k), budgets shown in list responses) in memory for
+// at most ttl, and keeps them exact for changes made through this process:
+// PutToken and RevokeToken replace or drop the user's cached hash at once,
+// and every charge through ChargeBatch records the new latest lists and
+// drops the charged users' budgets. Changes made by another process sharing
+// the store are seen within ttl (latest lists: 30 ttl, see latestTTLFactor). Enforcement never reads the cache: the cap
+// is checked by the store inside the charging transaction.
+//
+// What staleness can do (other processes only, at most ttl): a token revoked
+// elsewhere keeps working here for up to ttl; a sticky GET can re-serve the
+// list released before a fresh one made elsewhere (it was released to that
+// user too, so re-serving it is still free post-processing); the spent and
+// remaining figures of a list response can lag. GET .../budget reads the
+// store directly.
+type cacheStore struct {
+	ledger.Store
+	ttl time.Duration
+	max int
+
+	mu     sync.RWMutex
+	tokGen uint64 // bumped by PutToken and RevokeToken
+	tokens map[string]cached[[]byte]
+	latest map[latestKey]cached[ledger.Release]
+	spend  map[string]cached[ledger.Spend]
+}
+
+type cached[T any] struct {
+	v   T
+	exp time.Time
+}
+
+type latestKey struct {
+	user, model string
+	k           int
+}
+
+func newCacheStore(s ledger.Store, ttl time.Duration, maxEntries int) *cacheStore {
+	return &cacheStore{Store: s, ttl: ttl, max: maxEntries, tokens: map[string]cached[[]byte]{},
+		latest: map[latestKey]cached[ledger.Release]{}, spend: map[string]cached[ledger.Spend]{}}
+}
+
+// put stores v in m (caller holds mu), dropping everything when m is full.
+func put[K comparable, T any](c *cacheStore, m map[K]cached[T], k K, v T) {
+	if len(m) >= c.max {
+		clear(m)
+	}
+	m[k] = cached[T]{v, time.Now().Add(c.ttl)}
+}
+
+// latestTTLFactor: latest lists are kept 30 times longer than the other
+// entries (30 s by default). A stale latest list is one the user received
+// earlier, so re-serving it is still free post-processing; only which of
+// the user's lists a sticky GET shows can lag behind other processes.
+const latestTTLFactor = 30
+
+// putLatest caches r as the latest list of key (caller holds mu). The
+// influencers are dropped: list responses never show them.
+func (c *cacheStore) putLatest(key latestKey, r ledger.Release) {
+	r.Influencers = nil
+	if len(c.latest) >= c.max {
+		clear(c.latest)
+	}
+	c.latest[key] = cached[ledger.Release]{r, time.Now().Add(latestTTLFactor * c.ttl)}
+}
+
+func get[K comparable, T any](c *cacheStore, m map[K]cached[T], k K) (T, bool) {
+	c.mu.RLock()
+	e, ok := m[k]
+	c.mu.RUnlock()
+	if !ok || time.Now().After(e.exp) {
+		var zero T
+		return zero, false
+	}
+	return e.v, true
+}
+
+func (c *cacheStore) TokenHash(ctx context.Context, user string) ([]byte, bool, error) {
+	if h, ok := get(c, c.tokens, user); ok {
+		return h, h != nil, nil
+	}
+	c.mu.RLock()
+	gen := c.tokGen
+	c.mu.RUnlock()
+	h, found, err := c.Store.TokenHash(ctx, user)
+	if err != nil {
+		return nil, false, err
+	}
+	c.mu.Lock()
+	switch {
+	case gen != c.tokGen:
+		// A token changed meanwhile: this read may predate it.
+	case found:
+		put(c, c.tokens, user, h)
+	default:
+		put(c, c.tokens, user, []byte(nil)) // negative entry: no token
+	}
+	c.mu.Unlock()
+	return h, found, nil
+}
+
+// forgetToken drops user's cached hash and invalidates lookups in flight.
+func (c *cacheStore) forgetToken(user string) {
+	c.mu.Lock()
+	c.tokGen++
+	delete(c.tokens, user)
+	c.mu.Unlock()
+}
+
+func (c *cacheStore) PutToken(ctx context.Context, user string, hash []byte) error {
+	c.forgetToken(user)
+	err := c.Store.PutToken(ctx, user, hash)
+	c.forgetToken(user)
+	return err
+}
+
+// RevokeToken takes effect in this process before it returns: no lookup
+// started before it can cache the old hash afterwards.
+func (c *cacheStore) RevokeToken(ctx context.Context, user string) error {
+	c.forgetToken(user)
+	err := c.Store.RevokeToken(ctx, user)
+	c.forgetToken(user)
+	return err
+}
+
+func (c *cacheStore) Latest(ctx context.Context, user, model string, k int) (ledger.Release, bool, error) {
+	key := latestKey{user, model, k}
+	if r, ok := get(c, c.latest, key); ok {
+		return r, true, nil
+	}
+	r, found, err := c.Store.Latest(ctx, user, model, k)
+	if err != nil || !found {
+		return r, found, err // not-found is not cached: the first list is on its way
+	}
+	c.mu.Lock()
+	if cur, ok := c.latest[key]; !ok || cur.v.ID < r.ID {
+		c.putLatest(key, r)
+	}
+	c.mu.Unlock()
+	return r, true, nil
+}
+
+// cachedBudget is Budget through the cache (list responses only).
+func (c *cacheStore) cachedBudget(ctx context.Context, user string) (ledger.Spend, error) {
+	if sp, ok := get(c, c.spend, user); ok {
+		return sp, nil
+	}
+	sp, err := c.Store.Budget(ctx, user)
+	if err != nil {
+		return sp, err
+	}
+	c.mu.Lock()
+	put(c, c.spend, user, sp)
+	c.mu.Unlock()
+	return sp, nil
+}
+
+func (c *cacheStore) Charge(ctx context.Context, r ledger.Release, cp ledger.Cap) (ledger.Release, bool, error) {
+	res, err := c.ChargeBatch(ctx, []ledger.Release{r}, cp)
+	if err != nil {
+		return ledger.Release{}, false, err
+	}
+	return res[0].Release, res[0].Fresh, res[0].Err
+}
+
+func (c *cacheStore) ChargeBatch(ctx context.Context, rs []ledger.Release, cp ledger.Cap) ([]ledger.ChargeResult, error) {
+	res, err := c.Store.ChargeBatch(ctx, rs, cp)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		// The outcome may be unknown: forget what these users' reads said.
+		for _, r := range rs {
+			delete(c.spend, r.User)
+		}
+		return res, err
+	}
+	for _, x := range res {
+		if x.Err != nil || x.Release.ID == 0 {
+			continue
+		}
+		delete(c.spend, x.Release.User)
+		key := latestKey{x.Release.User, x.Release.Model, x.Release.K}
+		if cur, ok := c.latest[key]; !ok || cur.v.ID < x.Release.ID {
+			c.putLatest(key, x.Release)
+		}
+	}
+	return res, nil
+}
