@@ -177,7 +177,7 @@ costs no privacy; privacy-model §10).`,
 	f.StringVar(&out, "out", "", "model file to write")
 	f.Uint64Var(&seed, "seed", 1, "seed of the training split, initialisation and training noise (training uses public data only)")
 	f.Float64Var(&devFrac, "dev-frac", 0.3, "fraction of each node's public edges held out as training positives")
-	f.IntVar(&maxQueries, "max-queries", 0, "training queries to sample (0: all usable nodes)")
+	f.IntVar(&maxQueries, "max-queries", 5000, "training queries sampled uniformly from all nodes (a seeded, public choice; 0: every node). Bounds training time on large graphs: per query, scoring costs its wedges")
 	f.IntVar(&negPerQuery, "neg-per-query", 200, "negatives sampled per training query")
 	pf.register(cmd, "protect-seed")
 	tf.register(cmd)
