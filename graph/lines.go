@@ -178,7 +178,9 @@ func (br *blockReader) next(buf []byte, size int) ([]byte, error) {
 	buf = append(buf[:0], br.carry...)
 	br.carry = br.carry[:0]
 	if cap(buf) < size {
-		buf = append(buf, make([]byte, size-len(buf))...)[:len(buf)]
+		nb := make([]byte, len(buf), size)
+		copy(nb, buf)
+		buf = nb
 	}
 	searched := 0 // bytes of buf known to hold no line terminator
 	for {
@@ -225,7 +227,9 @@ func (br *blockReader) next(buf []byte, size int) ([]byte, error) {
 		}
 		// No complete line yet: grow and read more.
 		searched = end
-		buf = append(buf, make([]byte, cap(buf))...)[:len(buf)]
+		nb := make([]byte, len(buf), 2*cap(buf)+4096)
+		copy(nb, buf)
+		buf = nb
 	}
 }
 

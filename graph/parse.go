@@ -254,13 +254,15 @@ func parseEdges(r io.Reader, name string, rep *ReadReport) ([][]Edge, []string, 
 		defer close(work)
 		defer close(ordered)
 		br := &blockReader{r: r}
-		for {
+		// Blocks grow from 64 KiB, so small inputs stay cheap.
+		size := min(64<<10, parseBlockSize)
+		for ; ; size = min(2*size, parseBlockSize) {
 			var buf []byte
 			select {
 			case buf = <-free:
 			default:
 			}
-			data, err := br.next(buf, parseBlockSize)
+			data, err := br.next(buf, size)
 			b := &block{buf: data[:cap(data)], data: data, rerr: err, done: make(chan struct{})}
 			select {
 			case ordered <- b:

@@ -185,8 +185,8 @@ func scan(r io.Reader, name string, fn func(line int64, f *lineFields) error) (i
 	var buf []byte
 	var n int64
 	var f lineFields
-	for {
-		data, rerr := br.next(buf, parseBlockSize)
+	for size := min(64<<10, parseBlockSize); ; size = min(2*size, parseBlockSize) {
+		data, rerr := br.next(buf, size)
 		for i := 0; i < len(data); {
 			i = nextLine(data, i, &f)
 			n++
