@@ -1,0 +1,100 @@
+package pipeline
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/dplp/dplp/ledger"
+)
+
+func TestRefusals(t *testing.T) {
+	dir := t.TempDir()
+	gp := filepath.Join(dir, "g")
+	os.WriteFile(gp, []byte("a b\nb c\nc d\n"), 0o644)
+	mb, err := os.ReadFile(writeModel(t, dir, "pa", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, s := beam.NewPipelineWithRoot()
+	if _, err := Build(s, Config{Graph: gp, Model: mb, K: 2, Out: filepath.Join(dir, "o")}); err == nil || !strings.Contains(err.Error(), "supports cn, aa, ra and jc") {
+		t.Fatalf("pa model: %v", err)
+	}
+	mb, err = os.ReadFile(writeModel(t, dir, "cn", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ marks, want string }{
+		{"a zz\n", `unknown node label "zz"`},
+		{"a b\nc c\n", `node "c" cannot protect a pair with itself`},
+	} {
+		mp := filepath.Join(dir, "m")
+		os.WriteFile(mp, []byte(c.marks), 0o644)
+		p, s := beam.NewPipelineWithRoot()
+		if _, err := Build(s, Config{Graph: gp, Protected: mp, Model: mb, K: 2, Out: filepath.Join(dir, "o")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := ptest.Run(p); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("marks %q: got %v, want an error containing %s", c.marks, err, c.want)
+		}
+	}
+}
+
+// Applying the same charges file twice charges every user once (the keys
+// are run:<run-id>:<user>), and the second pass reports the stored lists at
+// no cost.
+func TestChargesIdempotent(t *testing.T) {
+	dir := t.TempDir()
+	gp, mp := filepath.Join(dir, "g"), filepath.Join(dir, "m")
+	os.WriteFile(gp, []byte("a b\nb c\nc d\nd a\na e\ne f\nf b\n"), 0o644)
+	os.WriteFile(mp, []byte("a b\nc e\n"), 0o644)
+	mb, err := os.ReadFile(writeModel(t, dir, "aa", 0.5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "lists.uncharged")
+	runBeam(t, Config{Graph: gp, Protected: mp, Model: mb, K: 3, Seed: 9, Out: out, Charges: out + ".charges", RunID: "r1"})
+	want := readLines(t, out)
+	ctx := context.Background()
+	dsn := "sqlite:" + filepath.Join(dir, "ledger.db")
+	final := filepath.Join(dir, "lists")
+	res, err := ApplyCharges(ctx, dsn, out+".charges", 1e9, out, final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Fresh != len(want) || res.Again != 0 {
+		t.Fatalf("first apply: %+v", res)
+	}
+	if got := readLines(t, final); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("charged lists differ from the pipeline's:\n%q\n%q", got, want)
+	}
+	res2, err := ApplyCharges(ctx, dsn, out+".charges", 1e9, out, final)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res2.Fresh != 0 || res2.Again != len(want) || res2.Spent != 0 {
+		t.Fatalf("second apply charged again: %+v", res2)
+	}
+	st, err := ledger.Open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cs, err := ReadCharges(ctx, out+".charges")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		r, ok, err := st.Latest(ctx, c.User, c.Model, c.K)
+		if err != nil || !ok {
+			t.Fatalf("user %s: %v %v", c.User, ok, err)
+		}
+		if r.Cost != c.Cost || strings.Join(r.List, " ") != strings.Join(c.List, " ") {
+			t.Errorf("user %s: stored %v %v, charge %v %v", c.User, r.Cost, r.List, c.Cost, c.List)
+		}
+	}
+}
