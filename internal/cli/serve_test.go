@@ -1,10 +1,26 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/dplp/dplp/ledger"
 )
 
 // TestBenchServeRun runs `dplp bench serve` with the arguments in
@@ -26,4 +42,454 @@ func TestBenchServeRun(t *testing.T) {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
 	t.Logf("\n%s", out.String())
+}
+
+// ---- end-to-end: the dplp binary, `dplp serve` on a loopback port ----
+
+// e2eFiles are the inputs of the served process.
+type e2eFiles struct {
+	bin, graph, prot, model, adminFile, admin string
+	users                                     []string
+}
+
+// e2eSetup builds the binary, generates a latent graph of 300 nodes whose
+// labels carry a per-run prefix (stores shared between runs, such as a CI
+// PostgreSQL database, then never see the same user twice), marks every
+// third edge protected and trains a tiny model.
+func e2eSetup(t *testing.T) e2eFiles {
+	t.Helper()
+	dir := t.TempDir()
+	f := e2eFiles{bin: filepath.Join(dir, "dplp"), graph: filepath.Join(dir, "g.txt"), prot: filepath.Join(dir, "p.txt"),
+		model: filepath.Join(dir, "m.json"), adminFile: filepath.Join(dir, "admin.token")}
+	build := exec.Command("go", "build", "-o", f.bin, "./cmd/dplp")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	raw := filepath.Join(dir, "raw.txt")
+	e2eRun(t, f.bin, "gen", "latent", "--n", "300", "--seed", "7", "--out", raw)
+	b, err := os.ReadFile(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := fmt.Sprintf("r%x_", time.Now().UnixNano())
+	var gb, pb strings.Builder
+	seen := map[string]bool{}
+	e := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		fs := strings.Fields(line)
+		if len(fs) < 2 || strings.HasPrefix(fs[0], "#") {
+			continue
+		}
+		a, c := prefix+fs[0], prefix+fs[1]
+		fmt.Fprintf(&gb, "%s %s\n", a, c)
+		if e%3 == 0 {
+			fmt.Fprintf(&pb, "%s %s\n", a, c)
+		}
+		e++
+		for _, x := range []string{a, c} {
+			if !seen[x] {
+				seen[x] = true
+				f.users = append(f.users, x)
+			}
+		}
+	}
+	os.WriteFile(f.graph, []byte(gb.String()), 0o600)
+	os.WriteFile(f.prot, []byte(pb.String()), 0o600)
+	e2eRun(t, f.bin, "train", "--graph", f.graph, "--protected", f.prot, "--score", "aa", "--variant", "dplp", "--eps", "0.5", "--epochs", "2", "--out", f.model)
+	f.admin = fmt.Sprintf("e2e-admin-%x-%x", rand.Uint64(), rand.Uint64())
+	os.WriteFile(f.adminFile, []byte(f.admin+"\n"), 0o600)
+	return f
+}
+
+func e2eRun(t *testing.T, bin string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
+		t.Fatalf("dplp %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// lockedBuffer collects a process's stderr.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type e2eServer struct {
+	cmd  *exec.Cmd
+	base string
+	log  *lockedBuffer
+	done chan error
+}
+
+// startServe starts `dplp serve` on 127.0.0.1:0 and waits for its
+// "listening" log line.
+func startServe(t *testing.T, f e2eFiles, store string, extra ...string) *e2eServer {
+	t.Helper()
+	args := append([]string{"serve", "--graph", f.graph, "--protected", f.prot, "--model", f.model, "--store", store,
+		"--listen", "127.0.0.1:0", "--admin-token-file", f.adminFile, "--k-max", "50"}, extra...)
+	cmd := exec.Command(f.bin, args...)
+	pr, pw := io.Pipe()
+	s := &e2eServer{cmd: cmd, log: &lockedBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			s.log.Write(append(sc.Bytes(), '\n'))
+			var l struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Msg == "listening" {
+				addr <- l.Addr
+			}
+		}
+	}()
+	go func() { err := cmd.Wait(); pw.Close(); s.done <- err }()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			<-s.done
+		}
+	})
+	select {
+	case a := <-addr:
+		s.base = "http://" + a
+	case err := <-s.done:
+		t.Fatalf("serve exited: %v\n%s", err, s.log.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not start\n%s", s.log.String())
+	}
+	return s
+}
+
+// stop sends SIGTERM and expects a clean exit.
+func (s *e2eServer) stop(t *testing.T) {
+	t.Helper()
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		if err != nil {
+			t.Fatalf("serve after SIGTERM: %v\n%s", err, s.log.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop on SIGTERM")
+	}
+	if !strings.Contains(s.log.String(), "shut down cleanly") {
+		t.Fatalf("no clean shutdown in the log:\n%s", s.log.String())
+	}
+}
+
+// kill sends SIGKILL (kill -9).
+func (s *e2eServer) kill() {
+	s.cmd.Process.Kill()
+	<-s.done
+}
+
+var e2eClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+
+type e2eReply struct {
+	Status int
+	Body   []byte
+	Type   string // problem type
+}
+
+func call(method, url, token, body string, hdr ...string) (e2eReply, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		return e2eReply{}, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := e2eClient.Do(req)
+	if err != nil {
+		return e2eReply{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return e2eReply{}, err
+	}
+	r := e2eReply{Status: resp.StatusCode, Body: b}
+	if resp.Header.Get("Content-Type") == "application/problem+json" {
+		var p struct{ Type string }
+		json.Unmarshal(b, &p)
+		r.Type = p.Type
+	}
+	return r, nil
+}
+
+func mustCall(t *testing.T, want int, method, url, token, body string, hdr ...string) e2eReply {
+	t.Helper()
+	r, err := call(method, url, token, body, hdr...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != want {
+		t.Fatalf("%s %s: %d (want %d): %s", method, url, r.Status, want, r.Body)
+	}
+	return r
+}
+
+func issue(t *testing.T, s *e2eServer, admin, user string) string {
+	t.Helper()
+	var out struct{ Token string }
+	json.Unmarshal(mustCall(t, 201, "POST", s.base+"/v1/admin/users", admin, `{"user":"`+user+`"}`).Body, &out)
+	return out.Token
+}
+
+type e2eList struct {
+	Recommendations []string
+	ReleaseID       int64 `json:"release_id"`
+	Fresh           bool
+}
+
+// TestServeE2E runs the binary on SQLite and, when DPLP_TEST_POSTGRES_DSN
+// is set, on PostgreSQL.
+func TestServeE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test (builds and runs the binary)")
+	}
+	f := e2eSetup(t)
+	t.Run("sqlite", func(t *testing.T) {
+		dsn := "sqlite:" + filepath.Join(t.TempDir(), "ledger.db")
+		e2eScenario(t, f, dsn, f.users[:150])
+	})
+	t.Run("postgres", func(t *testing.T) {
+		dsn := os.Getenv("DPLP_TEST_POSTGRES_DSN")
+		if dsn == "" {
+			t.Skip("DPLP_TEST_POSTGRES_DSN is not set: skipping the PostgreSQL end-to-end test (source .ci/postgres.sh to get one)")
+		}
+		e2eScenario(t, f, dsn, f.users[150:])
+		e2eTwoProcesses(t, f, dsn, f.users[len(f.users)-1])
+	})
+}
+
+// e2eScenario: auth isolation, 40 concurrent fresh requests against a cap
+// of 3 lists, Idempotency-Key, kill -9 during a stream of fresh requests.
+func e2eScenario(t *testing.T, f e2eFiles, dsn string, users []string) {
+	const k = 5 // a list costs 5 x 0.5 = 2.5; the cap 7.5 allows 3
+	s := startServe(t, f, dsn, "--user-budget", "7.5")
+	alice, bob := users[0], users[1]
+	ta, tb := issue(t, s, f.admin, alice), issue(t, s, f.admin, bob)
+
+	// Auth isolation.
+	u := func(user, rest string) string { return s.base + "/v1/users/" + user + rest }
+	mustCall(t, 200, "GET", u(alice, "/budget"), ta, "")
+	for _, c := range []struct {
+		method, url, token string
+		status             int
+	}{
+		{"GET", u(bob, "/budget"), ta, 403},
+		{"GET", u(bob, fmt.Sprintf("/recommendations?k=%d", k)), ta, 403},
+		{"POST", u(alice, fmt.Sprintf("/recommendations?k=%d", k)), tb, 403},
+		{"PUT", u(bob, "/protected"), ta, 403},
+		{"GET", u(alice, "/budget"), "", 401},
+		{"GET", u(alice, "/budget"), "not-a-token", 401},
+		{"GET", u(alice, "/budget"), f.admin, 403},
+		{"POST", s.base + "/v1/admin/users", ta, 403},
+	} {
+		body := ""
+		if c.method == "PUT" {
+			body = `{"protected":[]}`
+		}
+		if r := mustCall(t, c.status, c.method, c.url, c.token, body); r.Type == "" {
+			t.Fatalf("%s %s: no problem document: %s", c.method, c.url, r.Body)
+		}
+	}
+
+	// 40 concurrent fresh requests for one user: exactly 3 lists.
+	var mu sync.Mutex
+	counts := map[string]int{}
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := call("POST", u(alice, fmt.Sprintf("/recommendations?k=%d", k)), ta, "")
+			key := fmt.Sprint(r.Status, " ", r.Type)
+			if err != nil {
+				key = err.Error()
+			}
+			mu.Lock()
+			counts[key]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if counts["200 "] != 3 || counts["403 budget-exhausted"] != 37 || len(counts) != 2 {
+		t.Fatalf("40 concurrent fresh requests: %v (want 3 lists and 37 budget-exhausted)", counts)
+	}
+	var bud struct {
+		Releases int
+		Spent    float64
+	}
+	json.Unmarshal(mustCall(t, 200, "GET", u(alice, "/budget"), ta, "").Body, &bud)
+	if bud.Releases != 3 || bud.Spent != 7.5 {
+		t.Fatalf("budget after the burst: %+v", bud)
+	}
+
+	// Idempotency-Key: a retry returns the same list, charged once.
+	var l1, l2 e2eList
+	json.Unmarshal(mustCall(t, 200, "POST", u(bob, fmt.Sprintf("/recommendations?k=%d", k)), tb, "", "Idempotency-Key", "retry-me").Body, &l1)
+	json.Unmarshal(mustCall(t, 200, "POST", u(bob, fmt.Sprintf("/recommendations?k=%d", k)), tb, "", "Idempotency-Key", "retry-me").Body, &l2)
+	if !l1.Fresh || l2.Fresh || l1.ReleaseID != l2.ReleaseID || !slices.Equal(l1.Recommendations, l2.Recommendations) {
+		t.Fatalf("idempotent retry: %+v then %+v", l1, l2)
+	}
+	json.Unmarshal(mustCall(t, 200, "GET", u(bob, "/budget"), tb, "").Body, &bud)
+	if bud.Releases != 1 {
+		t.Fatalf("idempotent retry charged twice: %+v", bud)
+	}
+	s.stop(t)
+
+	// kill -9 during a stream of fresh requests; every list a client
+	// received must be in the ledger after a restart.
+	s = startServe(t, f, dsn, "--user-budget", "1000")
+	stream := users[2:22]
+	tokens := make([]string, len(stream))
+	for i, user := range stream {
+		tokens[i] = issue(t, s, f.admin, user)
+	}
+	type got struct {
+		user, token, key string
+		list             e2eList
+	}
+	var received []got
+	var sent atomic.Int64
+	stop := make(chan struct{})
+	var sw sync.WaitGroup
+	for w := range 8 {
+		sw.Add(1)
+		go func() {
+			defer sw.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				j := (w + 8*i) % len(stream)
+				key := fmt.Sprintf("w%d-%d", w, i)
+				sent.Add(1)
+				r, err := call("POST", s.base+"/v1/users/"+stream[j]+fmt.Sprintf("/recommendations?k=%d", k), tokens[j], "", "Idempotency-Key", key)
+				if err != nil || r.Status != 200 {
+					continue // the kill: no answer
+				}
+				var l e2eList
+				json.Unmarshal(r.Body, &l)
+				mu.Lock()
+				received = append(received, got{stream[j], tokens[j], key, l})
+				mu.Unlock()
+			}
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		mu.Lock()
+		n := len(received)
+		mu.Unlock()
+		if n >= 60 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.kill()
+	close(stop)
+	sw.Wait()
+	if len(received) == 0 {
+		t.Fatal("no list received before the kill")
+	}
+	perUser := map[string]int{}
+	for _, g := range received {
+		perUser[g.user]++
+	}
+	s = startServe(t, f, dsn, "--user-budget", "1000")
+	st, err := ledger.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for user, n := range perUser {
+		sp, err := st.Budget(context.Background(), user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sp.Releases < n || sp.Spent < float64(n)*2.5 {
+			t.Fatalf("user %s received %d lists but the ledger holds %+v", user, n, sp)
+		}
+	}
+	// Each received list is recorded under its key, with its content.
+	for _, g := range received {
+		var again e2eList
+		r := mustCall(t, 200, "POST", s.base+"/v1/users/"+g.user+fmt.Sprintf("/recommendations?k=%d", k), g.token, "", "Idempotency-Key", g.key)
+		json.Unmarshal(r.Body, &again)
+		if again.Fresh || again.ReleaseID != g.list.ReleaseID || !slices.Equal(again.Recommendations, g.list.Recommendations) {
+			t.Fatalf("list received before the kill is not in the ledger: %+v vs %+v", g.list, again)
+		}
+	}
+	t.Logf("kill -9 after %d requests sent, %d lists received: all in the ledger after restart", sent.Load(), len(received))
+	s.stop(t)
+}
+
+// e2eTwoProcesses: two serve processes on one store never over-spend.
+func e2eTwoProcesses(t *testing.T, f e2eFiles, dsn, user string) {
+	a := startServe(t, f, dsn, "--user-budget", "7.5")
+	b := startServe(t, f, dsn, "--user-budget", "7.5")
+	tok := issue(t, a, f.admin, user)
+	var mu sync.Mutex
+	counts := map[string]int{}
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := a
+			if i%2 == 1 {
+				s = b
+			}
+			r, err := call("POST", s.base+"/v1/users/"+user+"/recommendations?k=5", tok, "")
+			key := fmt.Sprint(r.Status, " ", r.Type)
+			if err != nil {
+				key = err.Error()
+			}
+			mu.Lock()
+			counts[key]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if counts["200 "] != 3 || counts["403 budget-exhausted"] != 37 {
+		t.Fatalf("two processes, 40 concurrent fresh requests: %v (want 3 lists)", counts)
+	}
+	st, err := ledger.Open(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sp, _ := st.Budget(context.Background(), user)
+	if sp.Releases != 3 || sp.Spent != 7.5 {
+		t.Fatalf("ledger after two processes: %+v", sp)
+	}
+	a.stop(t)
+	b.stop(t)
 }
