@@ -1,0 +1,388 @@
+package exact
+
+import (
+	"io"
+	"math/bits"
+	"sync"
+
+	"github.com/dplp/dplp/mech"
+)
+
+// maxBuckets bounds the number of envelope buckets (s*Jc <= 62).
+const maxBuckets = 64
+
+// picked records a block member already released.
+type picked struct{ blk, mem int }
+
+type workspace struct {
+	src       src
+	gv, dv    []int64 // individuals: grid value, distance to the reference maximum
+	bgv, bdv  []int64 // blocks
+	brem      []int   // blocks: remaining members
+	bbase     []int   // blocks: pick index of the first member
+	idx, tmp  []int32 // individuals grouped by bucket
+	blist     []int32 // blocks grouped by bucket
+	off, icnt [maxBuckets + 1]int
+	bstart    [maxBuckets + 2]int
+	cnt, env  [maxBuckets + 1]uint64
+	total     uint64
+	jc        int
+	ind       []int32 // remaining individuals (Delta == 0 path)
+	picks     []picked
+}
+
+var pool = sync.Pool{New: func() any { return new(workspace) }}
+
+// TopK samples an ordered list of min(k, u.Len()) distinct candidates: k
+// rounds of the base-2 exponential mechanism without replacement, round j
+// picking a remaining candidate i with probability
+//
+//	b^(-n_i) / sum over remaining c of b^(-n_c)
+//
+// where n_i = floor(u_i / g) is i's grid utility. Picks are indices into
+// the virtual concatenation [Vals..., block 0 members..., ...], exactly as
+// mech.ExpTopK returns them, and are written to dst[:0].
+//
+// Randomness: only uniform bits read from r (crypto/rand.Reader in
+// deployment; e.g. a math/rand/v2 ChaCha8 for reproducible tests), in
+// 512-byte reads. A read error is returned. Every probability decision is
+// an exact comparison of uniform bits with integers or with rigorous
+// enclosures of dyadic rationals (no float64): the output distribution is
+// exactly the one above, which ListProb computes.
+//
+// How (rejection from a dyadic envelope): with d_i = nmax - n_i >= 0 and
+// bucket j_i = min(d_i / L, Jc) where b^L <= 2^-s, the envelope weight
+// 2^(-s*j_i) >= b^(d_i) is an integer after scaling by 2^(s*Jc). A
+// proposal is a uniform integer below the envelope total, which selects a
+// bucket and a uniform remaining candidate in it (a block contributes its
+// remaining members); it is accepted with probability b^(d_i) * 2^(s*j_i)
+// (exact Bernoulli, bernPow). Accepted proposals are distributed exactly
+// as the mechanism; the acceptance rate is above 1/2 for uncapped buckets.
+// A chosen block member is uniform among the block's unreleased members.
+// Cost: O(len(Vals) + len(Blocks)) integer work to build the buckets, then
+// O(Jc + blocks per bucket) per proposal, about 2 proposals per pick.
+//
+// Delta == 0: exact top-K, ties broken uniformly (O(k * (len(Vals) +
+// len(Blocks)))).
+func (s *Sampler) TopK(u *mech.Utilities, k int, r io.Reader, dst []int) ([]int, error) {
+	dst = dst[:0]
+	if k < 1 {
+		return dst, invalid("k = %d, need k >= 1", k)
+	}
+	if r == nil {
+		return dst, invalid("nil random source")
+	}
+	if err := u.Validate(); err != nil {
+		return dst, err
+	}
+	w := pool.Get().(*workspace)
+	defer pool.Put(w)
+	w.src.reset(r)
+	defer w.src.reset(nil)
+	n := u.Len()
+	k = min(k, n)
+	if k == 0 {
+		return dst, nil
+	}
+	w.picks = w.picks[:0]
+	w.brem = w.brem[:0]
+	w.bbase = w.bbase[:0]
+	base := len(u.Vals)
+	for _, b := range u.Blocks {
+		w.brem = append(w.brem, b.Size)
+		w.bbase = append(w.bbase, base)
+		base += b.Size
+	}
+	if s.zero {
+		return s.topExact(w, u, k, dst)
+	}
+	if err := s.gridAll(w, u); err != nil {
+		return dst, err
+	}
+	w.jc = (62 - bits.Len(uint(n))) / int(s.s)
+	w.jc = min(w.jc, maxBuckets-1)
+	w.tmp = w.tmp[:0]
+	for i := range u.Vals {
+		w.tmp = append(w.tmp, int32(i))
+	}
+	s.build(w, w.tmp)
+	rs := &w.src
+	for len(dst) < k {
+		j0 := 0
+		for w.cnt[j0] == 0 {
+			j0++
+		}
+		if j0 > 0 && 2*j0 >= w.jc {
+			s.rebase(w)
+			continue
+		}
+		v := rs.below(w.total)
+		if rs.err != nil {
+			return dst, rs.err
+		}
+		j := j0
+		for v >= w.env[j] {
+			v -= w.env[j]
+			j++
+		}
+		sh := s.s * uint(w.jc-j)
+		m := int(v >> sh)
+		blk, d := -1, int64(0)
+		if m < w.icnt[j] {
+			d = w.dv[w.idx[w.off[j]+m]]
+		} else {
+			m -= w.icnt[j]
+			for _, b := range w.blist[w.bstart[j]:w.bstart[j+1]] {
+				if m < w.brem[b] {
+					blk = int(b)
+					break
+				}
+				m -= w.brem[b]
+			}
+			d = w.bdv[blk]
+		}
+		ok := s.accept(rs, d, j, w.jc)
+		if rs.err != nil {
+			return dst, rs.err
+		}
+		if !ok {
+			continue
+		}
+		if blk < 0 {
+			p := w.off[j] + m
+			last := w.off[j] + w.icnt[j] - 1
+			dst = append(dst, int(w.idx[p]))
+			w.idx[p], w.idx[last] = w.idx[last], w.idx[p]
+			w.icnt[j]--
+		} else {
+			dst = append(dst, w.bbase[blk]+s.member(w, blk, u.Blocks[blk].Size))
+			w.brem[blk]--
+		}
+		w.cnt[j]--
+		w.env[j] -= 1 << sh
+		w.total -= 1 << sh
+		if rs.err != nil {
+			return dst[:0], rs.err
+		}
+	}
+	return dst, nil
+}
+
+// member draws a uniform member of block blk among those not yet released
+// (rejection; the block has at least one unreleased member).
+func (s *Sampler) member(w *workspace, blk, size int) int {
+	for {
+		m := int(w.src.below(uint64(size)))
+		dup := false
+		for _, p := range w.picks {
+			if p.blk == blk && p.mem == m {
+				dup = true
+				break
+			}
+		}
+		if !dup || w.src.err != nil {
+			w.picks = append(w.picks, picked{blk, m})
+			return m
+		}
+	}
+}
+
+// accept returns true with probability b^d * 2^(s*j) (<= 1 because
+// b^(L*min(d/L, Jc)) <= 2^(-s*j)). For a capped bucket (d/L > Jc) the
+// probability factors as [b^(d1) 2^(s*j)] * (b^L)^m with d1 = d - m*L,
+// d1/L = Jc, so no power beyond (Jc+1)*L grid units is ever enclosed.
+func (s *Sampler) accept(rs *src, d int64, j, jc int) bool {
+	t := s.s * uint(j)
+	if q := d / s.l; q > int64(jc) {
+		m := q - int64(jc)
+		if !s.bernPow(rs, d-m*s.l, t) {
+			return false
+		}
+		for ; m > 0; m-- {
+			if !s.bernPow(rs, s.l, 0) {
+				return false
+			}
+		}
+		return true
+	}
+	return s.bernPow(rs, d, t)
+}
+
+// gridAll converts every utility to the grid once.
+func (s *Sampler) gridAll(w *workspace, u *mech.Utilities) error {
+	w.gv = w.gv[:0]
+	for i, v := range u.Vals {
+		g, ok := toGrid(v, s.e)
+		if !ok {
+			return invalid("utility %d = %v is beyond 2^61 grid steps of %v", i, v, s.GridStep())
+		}
+		w.gv = append(w.gv, g)
+	}
+	w.bgv = w.bgv[:0]
+	for b, blk := range u.Blocks {
+		g, ok := toGrid(blk.Val, s.e)
+		if !ok {
+			return invalid("block %d value %v is beyond 2^61 grid steps of %v", b, blk.Val, s.GridStep())
+		}
+		w.bgv = append(w.bgv, g)
+	}
+	return nil
+}
+
+// build computes distances to the largest remaining grid utility and fills
+// the buckets with the individuals in act and the blocks with members left.
+func (s *Sampler) build(w *workspace, act []int32) {
+	mx := int64(-maxGrid)
+	for _, i := range act {
+		mx = max(mx, w.gv[i])
+	}
+	for b, g := range w.bgv {
+		if w.brem[b] > 0 {
+			mx = max(mx, g)
+		}
+	}
+	jc := w.jc
+	w.icnt = [maxBuckets + 1]int{}
+	w.cnt = [maxBuckets + 1]uint64{}
+	w.dv = append(w.dv[:0], w.gv...)
+	for _, i := range act {
+		d := mx - w.gv[i]
+		w.dv[i] = d
+		w.icnt[bucket(d, s.l, jc)]++
+	}
+	o := 0
+	for j := 0; j <= jc; j++ {
+		w.off[j] = o
+		o += w.icnt[j]
+	}
+	w.idx = append(w.idx[:0], make([]int32, o)...)
+	pos := w.off
+	for _, i := range act {
+		j := bucket(w.dv[i], s.l, jc)
+		w.idx[pos[j]] = i
+		pos[j]++
+	}
+	for j := 0; j <= jc; j++ {
+		w.cnt[j] = uint64(w.icnt[j])
+	}
+	w.bdv = append(w.bdv[:0], w.bgv...)
+	w.bstart = [maxBuckets + 2]int{}
+	nb := 0
+	for b, g := range w.bgv {
+		if w.brem[b] > 0 {
+			d := mx - g
+			w.bdv[b] = d
+			j := bucket(d, s.l, jc)
+			w.bstart[j+1]++
+			w.cnt[j] += uint64(w.brem[b])
+			nb++
+		}
+	}
+	for j := 1; j <= jc+1; j++ {
+		w.bstart[j] += w.bstart[j-1]
+	}
+	w.blist = append(w.blist[:0], make([]int32, nb)...)
+	var bpos [maxBuckets + 2]int
+	copy(bpos[:], w.bstart[:])
+	for b := range w.bgv {
+		if w.brem[b] > 0 {
+			j := bucket(w.bdv[b], s.l, jc)
+			w.blist[bpos[j]] = int32(b)
+			bpos[j]++
+		}
+	}
+	w.total = 0
+	for j := 0; j <= jc; j++ {
+		w.env[j] = w.cnt[j] << (s.s * uint(jc-j))
+		w.total += w.env[j]
+	}
+}
+
+// rebase re-centres the buckets on the largest remaining utility (the
+// distribution is unchanged: weights are relative).
+func (s *Sampler) rebase(w *workspace) {
+	act := w.tmp[:0]
+	for j := 0; j <= w.jc; j++ {
+		act = append(act, w.idx[w.off[j]:w.off[j]+w.icnt[j]]...)
+	}
+	w.tmp = act
+	s.build(w, act)
+}
+
+func bucket(d, l int64, jc int) int {
+	if q := d / l; q < int64(jc) {
+		return int(q)
+	}
+	return jc
+}
+
+// topExact is the Delta == 0 path: each round takes a uniform candidate
+// among the remaining ones with the largest utility (exact comparison of
+// float64 values through an order-preserving integer key).
+func (s *Sampler) topExact(w *workspace, u *mech.Utilities, k int, dst []int) ([]int, error) {
+	w.ind = w.ind[:0]
+	w.gv = w.gv[:0]
+	for i, v := range u.Vals {
+		w.ind = append(w.ind, int32(i))
+		w.gv = append(w.gv, orderKey(v))
+	}
+	w.bgv = w.bgv[:0]
+	for _, b := range u.Blocks {
+		w.bgv = append(w.bgv, orderKey(b.Val))
+	}
+	rs := &w.src
+	for len(dst) < k {
+		mx, c := int64(0), uint64(0)
+		first := true
+		for _, i := range w.ind {
+			if g := w.gv[i]; first || g > mx {
+				mx, c, first = g, 1, false
+			} else if g == mx {
+				c++
+			}
+		}
+		for b, g := range w.bgv {
+			if w.brem[b] == 0 {
+				continue
+			}
+			if first || g > mx {
+				mx, c, first = g, uint64(w.brem[b]), false
+			} else if g == mx {
+				c += uint64(w.brem[b])
+			}
+		}
+		m := rs.below(c)
+		if rs.err != nil {
+			return dst[:0], rs.err
+		}
+		done := false
+		for p, i := range w.ind {
+			if w.gv[i] == mx {
+				if m == 0 {
+					dst = append(dst, int(i))
+					w.ind[p] = w.ind[len(w.ind)-1]
+					w.ind = w.ind[:len(w.ind)-1]
+					done = true
+					break
+				}
+				m--
+			}
+		}
+		for b := 0; !done && b < len(w.bgv); b++ {
+			if w.brem[b] == 0 || w.bgv[b] != mx {
+				continue
+			}
+			if m < uint64(w.brem[b]) {
+				dst = append(dst, w.bbase[b]+s.member(w, b, u.Blocks[b].Size))
+				w.brem[b]--
+				done = true
+				break
+			}
+			m -= uint64(w.brem[b])
+		}
+		if rs.err != nil {
+			return dst[:0], rs.err
+		}
+	}
+	return dst, nil
+}
