@@ -10,12 +10,17 @@ import (
 
 // Node ids. graph.Parse numbers labels in order of first appearance (line
 // by line, the first column before the second), self-loop lines included.
-// Here every label is keyed by its earliest 2*Pos+column (a per-key Min,
-// combined before the shuffle), and the (position, label) pairs are then
-// gathered on ONE worker and sorted: the rank is the id. This is the
-// pipeline's only global step over nodes: O(|V| log |V|) time and the
-// labels' bytes of memory on that worker. Edges and marks are then joined
-// with the (label, id) table by two CoGroupByKeys (one per endpoint).
+// Here every label is keyed by its earliest position 2*Pos+column (a
+// per-key Min, combined before the shuffle). Positions order shards first,
+// so a label's id is (number of labels first seen in earlier shards) +
+// (its rank among the labels first seen in its own shard): labels are
+// grouped by the shard of their first appearance and sorted there (work
+// O(L log L) for the L labels first seen in a shard, on that shard's
+// worker), and the only global step is the prefix sum of one count per
+// shard (a side input of #shards integers). A compressed input is one
+// shard, so its labels are ranked on one worker (O(|V| log |V|), the
+// labels' bytes of memory). Edges and marks are then joined with the
+// (label, id) table by two CoGroupByKeys (one per endpoint).
 
 // LabelPos is a label and its earliest position.
 type LabelPos struct {
@@ -30,10 +35,26 @@ func firstPositions(p Pair, emit func(string, int64)) {
 
 func minInt64(a, b int64) int64 { return min(a, b) }
 
-func toLabelPos(label string, pos int64) LabelPos { return LabelPos{Pos: pos, Label: label} }
+// byFirstShard keys a label by the shard of its first appearance.
+func byFirstShard(label string, pos int64) (int64, LabelPos) {
+	return pos >> (posShardShift + 1), LabelPos{Pos: pos, Label: label}
+}
 
-// rankFn sorts every label by first position and emits (label, id).
-func rankFn(_ int, it func(*LabelPos) bool, emit func(string, int32)) error {
+// Ranked is a label's rank within the shard of its first appearance.
+type Ranked struct {
+	Shard int64
+	Rank  int32
+	Label string
+}
+
+// ShardCount is the number of labels first seen in a shard.
+type ShardCount struct {
+	Shard int64
+	N     int64
+}
+
+// rankInShardFn sorts the labels first seen in one shard.
+func rankInShardFn(shard int64, it func(*LabelPos) bool, emit func(Ranked), count func(ShardCount)) error {
 	var all []LabelPos
 	var lp LabelPos
 	for it(&lp) {
@@ -44,8 +65,40 @@ func rankFn(_ int, it func(*LabelPos) bool, emit func(string, int32)) error {
 	}
 	slices.SortFunc(all, func(a, b LabelPos) int { return cmp.Compare(a.Pos, b.Pos) })
 	for i, x := range all {
-		emit(x.Label, int32(i))
+		emit(Ranked{Shard: shard, Rank: int32(i), Label: x.Label})
 	}
+	count(ShardCount{Shard: shard, N: int64(len(all))})
+	return nil
+}
+
+// globalIDFn adds the labels of the earlier shards to the rank.
+type globalIDFn struct {
+	offsets map[int64]int64
+}
+
+func (f *globalIDFn) ProcessElement(r Ranked, counts func(*ShardCount) bool, emit func(string, int32)) error {
+	if f.offsets == nil {
+		var cs []ShardCount
+		var c ShardCount
+		for counts(&c) {
+			cs = append(cs, c)
+		}
+		slices.SortFunc(cs, func(a, b ShardCount) int { return cmp.Compare(a.Shard, b.Shard) })
+		f.offsets = make(map[int64]int64, len(cs))
+		var sum int64
+		for _, c := range cs {
+			f.offsets[c.Shard] = sum
+			sum += c.N
+		}
+		if sum > 1<<31-1 {
+			return fmt.Errorf("%d distinct node labels: more than 2^31-1", sum)
+		}
+	}
+	off, ok := f.offsets[r.Shard]
+	if !ok {
+		return fmt.Errorf("no label count for shard %d (internal error)", r.Shard)
+	}
+	emit(r.Label, int32(off+int64(r.Rank)))
 	return nil
 }
 
@@ -53,8 +106,8 @@ func rankFn(_ int, it func(*LabelPos) bool, emit func(string, int32)) error {
 func NodeIDs(s beam.Scope, edges beam.PCollection) beam.PCollection {
 	s = s.Scope("NodeIDs")
 	first := beam.CombinePerKey(s, minInt64, beam.ParDo(s, firstPositions, edges))
-	lp := beam.ParDo(s, toLabelPos, first)
-	return beam.ParDo(s, rankFn, beam.GroupByKey(s, beam.AddFixedKey(s, lp)))
+	ranked, counts := beam.ParDo2(s, rankInShardFn, beam.GroupByKey(s, beam.ParDo(s, byFirstShard, first)))
+	return beam.ParDo(s, &globalIDFn{}, ranked, beam.SideInput{Input: counts})
 }
 
 // Half is a line with one endpoint resolved.

@@ -66,7 +66,7 @@ func compareInputs(t *testing.T, gp, mp string, kind score.Kind, chunk int) {
 	cands := Candidates(s, kind, chunk, scored)
 	sens := Sensitivities(s, chunk, nodes)
 	j := beam.CoGroupByKey(s, beam.ParDo(s, keyNode, nodes), cands, sens)
-	Write(s, out, "", beam.ParDo(s, &dumpFn{Kind: int(kind)}, j, beam.SideInput{Input: n}))
+	Write(s, out, "", 1, n, beam.ParDo(s, &dumpFn{Kind: int(kind)}, j, beam.SideInput{Input: n}))
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
 	}

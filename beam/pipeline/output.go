@@ -63,28 +63,51 @@ func RenderLine(user string, list []string, k int, epsP, cost float64) (string, 
 	return marshal(RecLine{User: user, Recommendations: list, K: k, EpsP: epsP, Cost: cost, Seeded: true})
 }
 
-// writeFn gathers every user's records on one worker, sorts them by user
-// id (the single-machine order) and writes the lists file and the charges
-// file. A retried bundle rewrites both files with the same content; local
-// files are written to a temporary name and renamed.
+// writeFn gathers the records of one output shard (a range of user ids)
+// on one worker, sorts them by user id (the single-machine order) and
+// writes the shard's lists file and charges file. With one shard (the
+// default) that is every user on one worker: O(|V| K) labels of memory.
+// A retried bundle rewrites both files with the same content; local files
+// are written to a temporary name and renamed.
 type writeFn struct {
 	Out, Charges string
+	Shards       int
 }
 
-func (f *writeFn) ProcessElement(ctx context.Context, _ int, it func(*Final) bool) error {
+// ShardName is the name of output shard i of n ("path" when n == 1).
+func ShardName(path string, i, n int) string {
+	if n <= 1 {
+		return path
+	}
+	return fmt.Sprintf("%s-%05d-of-%05d", path, i, n)
+}
+
+func (f *writeFn) ProcessElement(ctx context.Context, shard int, it func(*Final) bool) error {
 	var all []Final
 	var x Final
 	for it(&x) {
 		all = append(all, x)
 	}
 	slices.SortFunc(all, func(a, b Final) int { return cmp.Compare(a.U, b.U) })
-	if err := writeLines(ctx, f.Out, all, func(x *Final) string { return x.Line }); err != nil {
+	if err := writeLines(ctx, ShardName(f.Out, shard, f.Shards), all, func(x *Final) string { return x.Line }); err != nil {
 		return err
 	}
 	if f.Charges != "" {
-		return writeLines(ctx, f.Charges, all, func(x *Final) string { return x.Charge })
+		return writeLines(ctx, ShardName(f.Charges, shard, f.Shards), all, func(x *Final) string { return x.Charge })
 	}
 	return nil
+}
+
+// shardKeyFn sends user u to output shard floor(u * shards / N), so shard
+// files hold consecutive id ranges and their concatenation in shard order
+// is the single-file output.
+type shardKeyFn struct{ Shards int }
+
+func (f *shardKeyFn) ProcessElement(x Final, n int) (int, Final) {
+	if f.Shards <= 1 || n <= 0 {
+		return 0, x
+	}
+	return int(int64(x.U) * int64(f.Shards) / int64(n)), x
 }
 
 func writeLines(ctx context.Context, path string, all []Final, pick func(*Final) string) error {
@@ -147,8 +170,10 @@ func hasScheme(path string) bool {
 	return false
 }
 
-// Write writes the output files from the Final records.
-func Write(s beam.Scope, out, charges string, finals beam.PCollection) {
+// Write writes the output files from the Final records, in shards
+// ranges of user ids (shards <= 1: one file each, exactly path).
+func Write(s beam.Scope, out, charges string, shards int, n, finals beam.PCollection) {
 	s = s.Scope("Write")
-	beam.ParDo0(s, &writeFn{Out: out, Charges: charges}, beam.GroupByKey(s, beam.AddFixedKey(s, finals)))
+	keyed := beam.ParDo(s, &shardKeyFn{Shards: shards}, finals, beam.SideInput{Input: n})
+	beam.ParDo0(s, &writeFn{Out: out, Charges: charges, Shards: max(shards, 1)}, beam.GroupByKey(s, keyed))
 }

@@ -12,7 +12,7 @@
 // Stages (each a Beam transform):
 //
 //	ReadPairs(edges), ReadPairs(marks)    sharded line reads with positions
-//	NodeIDs                               earliest position per label; ONE global sort -> ids
+//	NodeIDs                               earliest position per label; rank per shard + prefix sum of shard counts -> ids
 //	Resolve(edges), Resolve(marks)        two label joins per file -> (id, id), both orders
 //	Nodes                                 per node: label, N(v), prot(v)
 //	WithNeighbourDegrees (JC only)        deg and pubDeg of each neighbour
@@ -43,6 +43,7 @@ type Config struct {
 	Charges   string // JSONL charges ("" = none)
 	RunID     string // idempotency keys are run:<RunID>:<user>
 	HubChunk  int    // wedge/sensitivity task block size (0 = DefaultHubChunk)
+	OutShards int    // output files (<= 1: exactly Out and Charges; else ShardName(Out, i, OutShards))
 }
 
 // DefaultHubChunk is the default salting block: a middle node of degree d
@@ -108,17 +109,17 @@ func Build(s beam.Scope, c Config) (Info, error) {
 	sens := Sensitivities(s, chunk, nodes)
 	outs := Release(s, kind, c.K, c.Seed, c.Model, nodes, cands, sens, n)
 	finals := Finals(s, &finalFn{K: c.K, EpsP: m.EpsP, ModelID: id, RunID: c.RunID}, outs, idLabels)
-	Write(s, c.Out, c.Charges, finals)
+	Write(s, c.Out, c.Charges, c.OutShards, n, finals)
 	return info, nil
 }
 
 func init() {
-	for _, t := range []any{Shard{}, Pair{}, LabelPos{}, Half{}, Node{}, NbrDeg{}, Nb{}, WedgeTask{}, Contrib{}, Count{},
+	for _, t := range []any{Shard{}, Pair{}, LabelPos{}, Ranked{}, ShardCount{}, globalIDFn{}, Half{}, Node{}, NbrDeg{}, Nb{}, WedgeTask{}, Contrib{}, Count{},
 		Cand{}, SensTask{}, SensInfo{}, UserOut{}, Ref{}, Labeled{}, Final{},
-		planShardsFn{}, readShardFn{}, resolveFn{}, wedgeTasksFn{}, finishCountFn{}, sensTasksFn{}, releaseFn{}, finalFn{}, writeFn{}} {
+		planShardsFn{}, readShardFn{}, resolveFn{}, wedgeTasksFn{}, finishCountFn{}, sensTasksFn{}, releaseFn{}, finalFn{}, writeFn{}, shardKeyFn{}} {
 		beam.RegisterType(reflect.TypeOf(t))
 	}
-	for _, f := range []any{firstPositions, minInt64, toLabelPos, rankFn, keyByA, bothWays, swapLabel, buildNodeFn,
+	for _, f := range []any{firstPositions, minInt64, byFirstShard, rankInShardFn, keyByA, bothWays, swapLabel, buildNodeFn,
 		sendDegrees, keyNode, attachDegreesFn, countWedgesFn, sumCounts, sumWedgesFn, finishSumFn, sensPairsFn,
 		sumInt32, pairToUser, sensInfoFn, refsFn, labelRefsFn, keyUserOut} {
 		beam.RegisterFunction(f)

@@ -175,18 +175,19 @@ func TestBeamEqualsSingleMachine(t *testing.T) {
 		{"hubs", he, hm, 1 << 20, 16},
 	}
 	cases := []struct {
-		graph int
-		score string
-		eps   float64
-		k     int
-		seed  uint64
+		graph  int
+		score  string
+		eps    float64
+		k      int
+		seed   uint64
+		shards int
 	}{
-		{0, "cn", 0.5, 5, 1},
-		{0, "aa", 1, 7, 2},
-		{0, "ra", 0.3, 3, 3},
-		{0, "jc", 2, 4, 4},
-		{1, "aa", 0.5, 10, 5},
-		{1, "cn", 4, 6, 6},
+		{0, "cn", 0.5, 5, 1, 1},
+		{0, "aa", 1, 7, 2, 1},
+		{0, "ra", 0.3, 3, 3, 1},
+		{0, "jc", 2, 4, 4, 1},
+		{1, "aa", 0.5, 10, 5, 1},
+		{1, "cn", 4, 6, 6, 4},
 	}
 	for _, gc := range graphs {
 		if err := os.WriteFile(filepath.Join(dir, gc.name+".txt"), []byte(gc.edges), 0o644); err != nil {
@@ -211,8 +212,11 @@ func TestBeamEqualsSingleMachine(t *testing.T) {
 			defer func() { ShardBytes = old }()
 			out := filepath.Join(dir, fmt.Sprintf("out-%d.jsonl", i))
 			runBeam(t, Config{Graph: gp, Protected: mp, Model: mb, K: c.k, Seed: c.seed, Out: out,
-				Charges: out + ".charges", RunID: "test", HubChunk: gc.hubChunk})
-			got := readLines(t, out)
+				Charges: out + ".charges", RunID: "test", HubChunk: gc.hubChunk, OutShards: c.shards})
+			var got []string
+			for i := range max(c.shards, 1) {
+				got = append(got, readLines(t, ShardName(out, i, c.shards))...)
+			}
 			if len(got) != len(want) {
 				t.Fatalf("beam wrote %d lines, single machine %d", len(got), len(want))
 			}

@@ -33,6 +33,7 @@ var (
 	chargePath = flag.String("charges", "", "output JSONL charges (default: <out>.charges.jsonl; \"-\": none)")
 	runID      = flag.String("run-id", "", "run id of the idempotency keys run:<run-id>:<user> (default: a hash of the model, inputs, K and seed)")
 	hubChunk   = flag.Int("hub-chunk", pipeline.DefaultHubChunk, "salting block: a node of degree d becomes ceil(d/B)^2 wedge tasks")
+	outShards  = flag.Int("out-shards", 1, "write the lists (and charges) as this many files <out>-00000-of-0000N, consecutive user-id ranges in order (1: one file, gathered on one worker)")
 	store      = flag.String("store", "", "apply the charges to this ledger (sqlite:PATH or postgres DSN) after the run; lists are then written to --out only once charged")
 	budget     = flag.Float64("user-budget", math.Inf(1), "with --store: refuse charges that take a user past this eps")
 )
@@ -42,10 +43,8 @@ func main() {
 	beam.Init()
 	if err := run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "dplp-beam:", err)
-		var ex exitErr
 		if e, ok := err.(exitErr); ok {
-			ex = e
-			os.Exit(ex.code)
+			os.Exit(e.code)
 		}
 		os.Exit(1)
 	}
@@ -83,6 +82,9 @@ func run(ctx context.Context) error {
 	if *store != "" && charges == "" {
 		return fmt.Errorf("--store needs the charges file (do not give --charges -)")
 	}
+	if *store != "" && *outShards > 1 {
+		return fmt.Errorf("--store applies one charges file: use --out-shards 1 (or apply the shards' charges separately)")
+	}
 	rid := *runID
 	if rid == "" {
 		h := sha256.New()
@@ -95,7 +97,7 @@ func run(ctx context.Context) error {
 	}
 	p, s := beam.NewPipelineWithRoot()
 	info, err := pipeline.Build(s, pipeline.Config{Graph: *graphPath, Protected: *protPath, Model: mb, K: *k, Seed: sd,
-		Out: lists, Charges: charges, RunID: rid, HubChunk: *hubChunk})
+		Out: lists, Charges: charges, RunID: rid, HubChunk: *hubChunk, OutShards: *outShards})
 	if err != nil {
 		return err
 	}
