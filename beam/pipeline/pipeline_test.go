@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -263,4 +265,13 @@ func TestInputsEqualScoreWorker(t *testing.T) {
 	for _, k := range []score.Kind{score.CN, score.AA, score.RA, score.JC} {
 		t.Run(k.String(), func(t *testing.T) { compareInputs(t, gp, mp, k, 3) })
 	}
+	// Compressed inputs are read as one shard.
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write([]byte(me))
+	zw.Close()
+	if err := os.WriteFile(gp+".gz", zb.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("AA-gz", func(t *testing.T) { compareInputs(t, gp+".gz", mp, score.AA, 5) })
 }
