@@ -229,6 +229,18 @@ func (s *Sampler) gridAll(w *workspace, u *mech.Utilities) error {
 	return nil
 }
 
+// keysAll converts every utility to its order key once (Delta == 0).
+func keysAll(w *workspace, u *mech.Utilities) {
+	w.gv = w.gv[:0]
+	for _, v := range u.Vals {
+		w.gv = append(w.gv, orderKey(v))
+	}
+	w.bgv = w.bgv[:0]
+	for _, b := range u.Blocks {
+		w.bgv = append(w.bgv, orderKey(b.Val))
+	}
+}
+
 // build computes distances to the largest remaining grid utility and fills
 // the buckets with the individuals in act and the blocks with members left.
 func (s *Sampler) build(w *workspace, act []int32) {
@@ -255,7 +267,7 @@ func (s *Sampler) build(w *workspace, act []int32) {
 		w.off[j] = o
 		o += w.icnt[j]
 	}
-	w.idx = append(w.idx[:0], make([]int32, o)...)
+	w.idx = grow(w.idx, o)
 	pos := w.off
 	for _, i := range act {
 		j := bucket(w.dv[i], s.l, jc)
@@ -281,7 +293,7 @@ func (s *Sampler) build(w *workspace, act []int32) {
 	for j := 1; j <= jc+1; j++ {
 		w.bstart[j] += w.bstart[j-1]
 	}
-	w.blist = append(w.blist[:0], make([]int32, nb)...)
+	w.blist = grow(w.blist, nb)
 	var bpos [maxBuckets + 2]int
 	copy(bpos[:], w.bstart[:])
 	for b := range w.bgv {
@@ -309,6 +321,14 @@ func (s *Sampler) rebase(w *workspace) {
 	s.build(w, act)
 }
 
+// grow returns a slice of length n reusing a's storage when possible.
+func grow(a []int32, n int) []int32 {
+	if cap(a) < n {
+		return make([]int32, n)
+	}
+	return a[:n]
+}
+
 func bucket(d, l int64, jc int) int {
 	if q := d / l; q < int64(jc) {
 		return int(q)
@@ -320,15 +340,10 @@ func bucket(d, l int64, jc int) int {
 // among the remaining ones with the largest utility (exact comparison of
 // float64 values through an order-preserving integer key).
 func (s *Sampler) topExact(w *workspace, u *mech.Utilities, k int, dst []int) ([]int, error) {
+	keysAll(w, u)
 	w.ind = w.ind[:0]
-	w.gv = w.gv[:0]
-	for i, v := range u.Vals {
+	for i := range w.gv {
 		w.ind = append(w.ind, int32(i))
-		w.gv = append(w.gv, orderKey(v))
-	}
-	w.bgv = w.bgv[:0]
-	for _, b := range u.Blocks {
-		w.bgv = append(w.bgv, orderKey(b.Val))
 	}
 	rs := &w.src
 	for len(dst) < k {
