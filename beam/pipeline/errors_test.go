@@ -28,6 +28,15 @@ func TestRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sp := filepath.Join(dir, "selfloops")
+	os.WriteFile(sp, []byte("# only self-loops\na a\nb b\n"), 0o644)
+	p, s := beam.NewPipelineWithRoot()
+	if _, err := Build(s, Config{Graph: sp, Model: mb, K: 2, Out: filepath.Join(dir, "o")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ptest.Run(p); err == nil || !strings.Contains(err.Error(), "empty graph") {
+		t.Errorf("self-loops only: got %v", err)
+	}
 	for _, c := range []struct{ marks, want string }{
 		{"a zz\n", `unknown node label "zz"`},
 		{"a b\nc c\n", `node "c" cannot protect a pair with itself`},

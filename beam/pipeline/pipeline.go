@@ -99,6 +99,7 @@ func Build(s beam.Scope, c Config) (Info, error) {
 	n := stats.CountElms(s, ids)
 	edges := Resolve(s.Scope("Edges"), c.Graph, false, ids, edgeLines)
 	marks := Resolve(s.Scope("Marks"), c.Protected, true, ids, markLines)
+	beam.ParDo0(s, &requireEdgesFn{Path: c.Graph}, stats.CountElms(s, edges))
 	idLabels := beam.ParDo(s, swapLabel, ids)
 	nodes := Nodes(s, idLabels, edges, marks)
 	scored := nodes
@@ -113,10 +114,21 @@ func Build(s beam.Scope, c Config) (Info, error) {
 	return info, nil
 }
 
+// requireEdgesFn fails the pipeline when the graph has no edge, as
+// graph.Parse does (no edge lines, or only self-loops).
+type requireEdgesFn struct{ Path string }
+
+func (f *requireEdgesFn) ProcessElement(n int) error {
+	if n == 0 {
+		return fmt.Errorf("%s: empty graph (no edge lines, or every line a self-loop)", f.Path)
+	}
+	return nil
+}
+
 func init() {
 	for _, t := range []any{Shard{}, Pair{}, LabelPos{}, Ranked{}, ShardCount{}, globalIDFn{}, Half{}, Node{}, NbrDeg{}, Nb{}, WedgeTask{}, Contrib{}, Count{},
 		Cand{}, SensTask{}, SensInfo{}, UserOut{}, Ref{}, Labeled{}, Final{},
-		planShardsFn{}, readShardFn{}, resolveFn{}, wedgeTasksFn{}, finishCountFn{}, sensTasksFn{}, releaseFn{}, finalFn{}, writeFn{}, shardKeyFn{}} {
+		planShardsFn{}, readShardFn{}, resolveFn{}, wedgeTasksFn{}, finishCountFn{}, sensTasksFn{}, releaseFn{}, finalFn{}, writeFn{}, shardKeyFn{}, requireEdgesFn{}} {
 		beam.RegisterType(reflect.TypeOf(t))
 	}
 	for _, f := range []any{firstPositions, minInt64, byFirstShard, rankInShardFn, keyByA, bothWays, swapLabel, buildNodeFn,
