@@ -911,4 +911,3 @@ func FuzzHandlers(f *testing.F) {
 		}
 	})
 }
-
