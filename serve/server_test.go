@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -910,4 +911,82 @@ func FuzzHandlers(f *testing.F) {
 			t.Fatalf("server error: %s", w.Body)
 		}
 	})
+}
+
+// TestConcurrentSameKey: concurrent retries with one Idempotency-Key get one
+// list, charged once (they may land in one group commit).
+func TestConcurrentSameKey(t *testing.T) {
+	s := newTestServer(t, nil)
+	tok := s.token("n13")
+	out := make([]recs, 12)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := s.do("POST", "/v1/users/n13/recommendations?k=4", tok, "", "Idempotency-Key", "same")
+			if r.status != 200 {
+				t.Errorf("%d %s", r.status, r.body)
+				return
+			}
+			r.json(t, &out[i])
+		}()
+	}
+	wg.Wait()
+	fresh := 0
+	for _, o := range out {
+		if o.Fresh {
+			fresh++
+		}
+		if o.ReleaseID != out[0].ReleaseID || !slices.Equal(o.Recommendations, out[0].Recommendations) {
+			t.Fatalf("different lists for one key: %+v vs %+v", o, out[0])
+		}
+	}
+	sp, _ := s.store.Budget(context.Background(), "n13")
+	if fresh != 1 || sp.Releases != 1 {
+		t.Fatalf("%d fresh answers, %d releases; want 1 and 1", fresh, sp.Releases)
+	}
+}
+
+// TestOddLabels: labels with '/', '.', '%' and non-ASCII characters work in
+// paths (escaped), tokens and marks.
+func TestOddLabels(t *testing.T) {
+	fx := testFixture(t)
+	dir := t.TempDir()
+	gp := filepath.Join(dir, "g.txt")
+	b, _ := os.ReadFile(fx.graph)
+	odd := []string{"a/b", "x.y%z", "zoë→π"}
+	extra := ""
+	for _, l := range odd {
+		extra += l + " n1\n" + l + " n2\n"
+	}
+	os.WriteFile(gp, append(b, extra...), 0o600)
+	s := newTestServer(t, func(c *Config) { c.GraphPath = gp })
+	for _, l := range odd {
+		tok := s.token(l)
+		p := "/v1/users/" + url.PathEscape(l)
+		if r := s.do("GET", p+"/recommendations?k=3", tok, ""); r.status != 200 {
+			t.Fatalf("%q: %d %s", l, r.status, r.body)
+		}
+		var bud budgetResponse
+		s.do("GET", p+"/budget", tok, "").json(t, &bud)
+		if bud.User != l || bud.Releases != 1 {
+			t.Fatalf("%q: budget %+v", l, bud)
+		}
+		other := odd[0]
+		if l == other {
+			other = odd[1]
+		}
+		var m marksResponse
+		s.do("PUT", p+"/protected", tok, `{"protected":[`+jsonString(other)+`]}`).json(t, &m)
+		if !slices.Equal(m.Protected, []string{other}) {
+			t.Fatalf("%q: marks %+v", l, m)
+		}
+		if r := s.do("GET", "/v1/users/"+url.PathEscape(other)+"/budget", tok, ""); r.status != 403 {
+			t.Fatalf("%q reading %q: %d", l, other, r.status)
+		}
+		if r := s.do("DELETE", "/v1/admin/users/"+url.PathEscape(l)+"/token", adminTok, ""); r.status != 204 {
+			t.Fatalf("revoke %q: %d", l, r.status)
+		}
+	}
 }
