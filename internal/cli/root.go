@@ -81,6 +81,6 @@ the paper's experiments. Start with: dplp demo`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newStatsCmd(), newGenCmd(), newScoreCmd(), newBenchCmd(), newAuditCmd(), newTrainCmd(), newRecommendCmd(), newDemoCmd(), newEvalLPCmd(), newExperimentCmd(), newAttackCmd(), newConvertCmd(), newServeCmd(), newLedgerCmd())
+	root.AddCommand(newStatsCmd(), newGenCmd(), newScoreCmd(), newBenchCmd(), newAuditCmd(), newTrainCmd(), newRecommendCmd(), newDemoCmd(), newEvalLPCmd(), newExperimentCmd(), newAttackCmd(), newConvertCmd(), newServeCmd(), newLedgerCmd(), newAccountCmd())
 	return root
 }
