@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -987,6 +988,16 @@ func TestOddLabels(t *testing.T) {
 		}
 		if r := s.do("DELETE", "/v1/admin/users/"+url.PathEscape(l)+"/token", adminTok, ""); r.status != 204 {
 			t.Fatalf("revoke %q: %d", l, r.status)
+		}
+	}
+}
+
+// TestNoSeedOption: the service cannot be configured with seeded noise.
+func TestNoSeedOption(t *testing.T) {
+	ct := reflect.TypeOf(Config{})
+	for i := range ct.NumField() {
+		if strings.Contains(strings.ToLower(ct.Field(i).Name), "seed") {
+			t.Fatalf("Config has a field %s", ct.Field(i).Name)
 		}
 	}
 }

@@ -24,6 +24,36 @@ import (
 	"github.com/dplp/dplp/ledger"
 )
 
+// TestServeFlags: no seed flag; flag validation before anything starts.
+func TestServeFlags(t *testing.T) {
+	cmd := newServeCmd()
+	for _, name := range []string{"seed", "protect-seed"} {
+		if cmd.Flags().Lookup(name) != nil {
+			t.Fatalf("dplp serve has a --%s flag: seeded noise must be impossible in the service", name)
+		}
+	}
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "t")
+	os.WriteFile(tok, []byte("short\n"), 0o600)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--graph", "g"}, "--admin-token-file"},
+		{[]string{"--admin-token-file", tok}, "at least 16 bytes"},
+		{[]string{"--admin-token-file", tok, "--user-budget", "-1"}, "--user-budget"},
+		{[]string{"--admin-token-file", tok, "--user-budget", "nan"}, "--user-budget"},
+		{[]string{"--admin-token-file", tok, "--k-max", "0"}, "--k-max"},
+		{[]string{"--admin-token-file", filepath.Join(dir, "none")}, "--admin-token-file"},
+	} {
+		var out, errb bytes.Buffer
+		code := execute(append([]string{"serve"}, c.args...), &out, &errb)
+		if code == 0 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("serve %v: exit %d, stderr %q (want a message about %s)", c.args, code, errb.String(), c.want)
+		}
+	}
+}
+
 // TestBenchServeRun runs `dplp bench serve` with the arguments in
 // DPLP_BENCH_SERVE_ARGS (space-separated) and prints its report; skipped
 // when unset. Example:
