@@ -503,7 +503,7 @@ func (s *Server) putMarks(w http.ResponseWriter, r *http.Request) *Problem {
 	if err := s.store.SetMarks(ctx, label, clean); err != nil {
 		return s.internal(r, "storing the marks", err)
 	}
-	if err := s.rebuildMarks(ctx, "marks", true); err != nil {
+	if err := s.applyMarks(ctx); err != nil {
 		return s.internal(r, "applying the marks (they are stored and will apply at the next reload or refresh)", err)
 	}
 	s.log.Info("marks set", "user", label, "count", len(clean))

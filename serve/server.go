@@ -22,7 +22,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -102,6 +101,12 @@ type Server struct {
 
 	state     atomic.Pointer[state]
 	rebuildMu sync.Mutex
+	// Coalescing of marks rebuilds (applyMarks).
+	rbMu      sync.Mutex
+	rbCond    *sync.Cond
+	rbWant    uint64 // requests registered
+	rbDone    uint64 // requests covered by a finished rebuild
+	rbRunning bool
 	draining  atomic.Bool
 	stop      chan struct{}
 	stopOnce  sync.Once
@@ -155,6 +160,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, cap: ledger.Cap{Eps: cfg.UserBudget, Rho: math.Inf(1)},
 		adminHash: sha256.Sum256([]byte(cfg.AdminToken)), met: newMetrics(), stop: make(chan struct{})}
+	s.rbCond = sync.NewCond(&s.rbMu)
 	base := cfg.Store
 	if base == nil {
 		dsn := cfg.StoreDSN
@@ -320,6 +326,37 @@ func (s *Server) rebuildMarks(ctx context.Context, reason string, force bool) er
 		return err
 	}
 	s.swap(st, reason, t0)
+	return nil
+}
+
+// applyMarks returns once a state built from marks read after the call
+// began is being served. Concurrent callers share rebuilds: while one runs,
+// the callers that arrive wait for the next, which covers all of them, so a
+// burst of PUTs costs at most two rebuilds at a time, not one each.
+func (s *Server) applyMarks(ctx context.Context) error {
+	s.rbMu.Lock()
+	defer s.rbMu.Unlock()
+	s.rbWant++
+	my := s.rbWant
+	for s.rbDone < my {
+		if s.rbRunning {
+			s.rbCond.Wait()
+			continue
+		}
+		s.rbRunning = true
+		target := s.rbWant // every request registered so far: their marks are stored
+		s.rbMu.Unlock()
+		err := s.rebuildMarks(ctx, "marks", true)
+		s.rbMu.Lock()
+		s.rbRunning = false
+		if err == nil {
+			s.rbDone = max(s.rbDone, target)
+		}
+		s.rbCond.Broadcast()
+		if err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -492,5 +529,3 @@ func (s *Server) internal(r *http.Request, what string, err error) *Problem {
 	s.log.Error(what+" failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	return problem(http.StatusInternalServerError, TypeInternal, what+" failed (see the server log)")
 }
-
-var _ io.Writer = (*statusWriter)(nil)

@@ -27,6 +27,7 @@ import (
 	"github.com/dplp/dplp/ledger"
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/protect"
+	dto "github.com/prometheus/client_model/go"
 )
 
 const adminTok = "test-admin-token-0123456789"
@@ -1000,4 +1001,47 @@ func TestNoSeedOption(t *testing.T) {
 			t.Fatalf("Config has a field %s", ct.Field(i).Name)
 		}
 	}
+}
+
+// TestMarksBurst: concurrent PUTs share rebuilds, and each returns only
+// once its own marks are served.
+func TestMarksBurst(t *testing.T) {
+	s := newTestServer(t, nil)
+	const n = 16
+	toks := make([]string, n)
+	for i := range n {
+		toks[i] = s.token(fmt.Sprintf("n%d", i))
+	}
+	g := s.state.Load().g
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			me, x := fmt.Sprintf("n%d", i), g.Label(int32(30+i))
+			if x == me {
+				x = g.Label(int32(50))
+			}
+			r := s.do("PUT", "/v1/users/"+me+"/protected", toks[i], `{"protected":["`+x+`"]}`)
+			if r.status != 200 {
+				t.Errorf("%s: %d %s", me, r.status, r.body)
+				return
+			}
+			u, _ := g.ID(me)
+			v, _ := g.ID(x)
+			if !s.state.Load().prot.Has(u, v) {
+				t.Errorf("PUT by %s returned before its pair was served", me)
+			}
+		}()
+	}
+	wg.Wait()
+	var m dto.Metric
+	if err := s.met.reloads.WithLabelValues("marks", "ok").Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	rebuilds := m.GetCounter().GetValue()
+	if rebuilds < 1 || rebuilds > n {
+		t.Fatalf("%v rebuilds for %d PUTs", rebuilds, n)
+	}
+	t.Logf("%d concurrent PUTs: %v rebuilds", n, rebuilds)
 }
