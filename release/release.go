@@ -243,6 +243,9 @@ func (r *Recommender) guarantee(picks int) Guarantee {
 		if r.cfg.Transform != nil {
 			g.Mechanism += " on the DPLP utility"
 		}
+		if r.cfg.Lex() {
+			g.Mechanism = "lexicographic DPLP-pub (exact public-score order; exponential mechanism on f(s) within ties)"
+		}
 		g.Rho = float64(picks) * e * e / 8
 	}
 	switch {

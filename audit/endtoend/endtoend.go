@@ -13,9 +13,11 @@
 //     level that |q(v) - q'(v)| <= Delta for every candidate v and that the
 //     noise scale is the same;
 //  3. computes the exact probability of every ordered list of length
-//     K <= MaxK under the plan on G and on G' and checks
+//     K <= MaxK under the plan on G and on G' (the exponential mechanism,
+//     or the lexicographic one for dplp-pub) and checks
 //     |ln P_G(list) - ln P_G'(list)| <= cost(list), the eps the ledger is
-//     charged for that list (random picks x eps_p);
+//     charged for that list (random picks x eps_p), and that the cost is
+//     the same on G';
 //  4. checks the exposure influence sets: a node outside u's set never
 //     changes u's utilities.
 //
@@ -82,6 +84,7 @@ type Report struct {
 	Cases            int64   `json:"cases"`         // (G, G', u, K) comparisons
 	Lists            int64   `json:"lists"`
 	NoisyCases       int64   `json:"noisy_cases"`        // cases where the plan adds noise (Delta > 0)
+	LexCases         int64   `json:"lex_cases"`          // cases released by the lexicographic mechanism (dplp-pub)
 	WorstLogRatio    float64 `json:"worst_log_ratio"`    // largest |ln P_G - ln P_G'| over all lists (InfRatio: a list possible in one graph only)
 	WorstBound       float64 `json:"worst_bound"`        // the cost charged for that list
 	Violations       int64   `json:"violations"`         // ln ratio > cost
@@ -297,6 +300,9 @@ func compare(cfg Config, rep *Report, in instance, rec *release.Recommender, u, 
 		if !a.Plan.Exact() {
 			rep.NoisyCases++
 		}
+		if a.Plan.Lexicographic() {
+			rep.LexCases++
+		}
 		if worst > bound+tol*(1+bound) {
 			rep.Violations++
 			note(rep, fmt.Sprintf("%s: u=%d, K=%d: ln ratio %g > charged %g when node %d's pairs %v are toggled", in.name, u, k, worst, bound, w, xs))
@@ -320,24 +326,43 @@ func permCount(n, k int) int {
 }
 
 // worstRatio enumerates every ordered list of length k and returns the
-// largest |ln P_G - ln P_G'| and the cost the ledger charges for such a
-// list (computed on G: it depends on invariant data only).
+// largest |ln P_G - ln P_G'| and the cost the ledger charges for a list of
+// length k: eps_p x the plan's random picks (Plan.Picks: k for the
+// exponential mechanism, fewer for the lexicographic DPLP-pub where the
+// public scores fix positions, 0 with Delta = 0), computed on G; the cost
+// must be the same on G' (it may read invariant data only). The
+// lexicographic mechanism's list probabilities come from
+// mech.LexListLogProb over the public scores.
 func worstRatio(cfg Config, a, b *release.UserView, k int) (worst, bound float64, err error) {
-	picks := k
-	if a.Plan.Exact() {
-		picks = 0
+	u := &mech.Utilities{Vals: a.Utilities}
+	picks, err := a.Plan.Picks(u, a.Pub, k)
+	if err != nil {
+		return 0, 0, err
 	}
-	bound = float64(picks) * cfg.Eps
+	picks2, err := b.Plan.Picks(&mech.Utilities{Vals: b.Utilities}, b.Pub, k)
+	if err != nil {
+		return 0, 0, err
+	}
+	if picks2 != picks {
+		return InfRatio, a.Plan.ListCost(picks), nil // the charged cost itself leaks
+	}
+	bound = a.Plan.ListCost(picks)
+	logp := func(v *release.UserView, list []int) (float64, error) {
+		if v.Plan.Lexicographic() {
+			return mech.LexListLogProb(v.Pub, v.Utilities, v.Plan.Scale, list)
+		}
+		return mech.ExpListLogProb(v.Utilities, v.Plan.Scale, list)
+	}
 	list := make([]int, 0, k)
 	used := make([]bool, len(a.IDs))
 	var rec func() error
 	rec = func() error {
 		if len(list) == k {
-			pa, err := mech.ExpListLogProb(a.Utilities, a.Plan.Scale, list)
+			pa, err := logp(a, list)
 			if err != nil {
 				return err
 			}
-			pb, err := mech.ExpListLogProb(b.Utilities, b.Plan.Scale, list)
+			pb, err := logp(b, list)
 			if err != nil {
 				return err
 			}

@@ -34,6 +34,9 @@ func TestEndToEndPasses(t *testing.T) {
 			if rep.NoisyCases == 0 || rep.UtilityChecks == 0 || rep.Trainings < 10 {
 				t.Fatalf("audit covered nothing: %+v", rep)
 			}
+			if (v == "dplp-pub") != (rep.LexCases > 0) {
+				t.Fatalf("variant %s: %d lexicographic cases", v, rep.LexCases)
+			}
 		})
 	}
 }

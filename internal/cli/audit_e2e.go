@@ -58,6 +58,7 @@ func runEndToEnd(cmd *cobra.Command, base audit.Config, kinds []string, variant 
 		fmt.Fprintf(o, "trainings %d, neighbouring graphs whose trained model changed %d\n", rep.Trainings, rep.ModelChanges)
 		fmt.Fprintf(o, "utility checks %d (|q - q'| <= Delta_f, same noise scale), violations %d\n", rep.UtilityChecks, rep.UtilityViolation)
 		fmt.Fprintf(o, "influence-set checks %d, violations %d\n", rep.InfluenceChecks, rep.InfluenceViol)
+		fmt.Fprintf(o, "lexicographic (dplp-pub) cases %d\n", rep.LexCases)
 		fmt.Fprintf(o, "list cases %d (%d with noise, %d lists), worst log-ratio %.4g against the %.4g charged for that list, violations %d\n", rep.Cases, rep.NoisyCases, rep.Lists, rep.WorstLogRatio, rep.WorstBound, rep.Violations)
 		if rep.Worst != "" {
 			fmt.Fprintf(o, "first failure: %s\n", rep.Worst)
