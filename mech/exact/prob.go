@@ -74,20 +74,32 @@ func (ps *probState) locate(p int) (int, int) {
 // Integer/rational arithmetic only; intended for tests and audits (the
 // integers have about 64*D bits).
 func (s *Sampler) ListProb(u *mech.Utilities, list []int) (*big.Rat, error) {
-	ps, err := s.newProbState(u)
+	num, den, err := s.ListProbFrac(u, list)
 	if err != nil {
 		return nil, err
+	}
+	return new(big.Rat).SetFrac(num, den), nil
+}
+
+// ListProbFrac is ListProb as an unreduced fraction num/den (den > 0),
+// which spares the gcd when probabilities are only compared by cross
+// multiplication (audits).
+func (s *Sampler) ListProbFrac(u *mech.Utilities, list []int) (num, den *big.Int, err error) {
+	ps, err := s.newProbState(u)
+	if err != nil {
+		return nil, nil, err
 	}
 	seen := make(map[int]bool, len(list))
 	for _, p := range list {
 		i, b := ps.locate(p)
 		if i < 0 && b < 0 || seen[p] {
-			return nil, invalid("list entry %d out of range or repeated", p)
+			return nil, nil, invalid("list entry %d out of range or repeated", p)
 		}
 		seen[p] = true
 	}
 	if s.zero {
-		return ps.probExact(list), nil
+		p := ps.probExact(list)
+		return new(big.Int).Set(p.Num()), new(big.Int).Set(p.Denom()), nil
 	}
 	mx, mn := int64(-maxGrid), int64(maxGrid)
 	for _, g := range ps.ind {
@@ -120,8 +132,7 @@ func (s *Sampler) ListProb(u *mech.Utilities, list []int) (*big.Rat, error) {
 			total.Add(total, new(big.Int).Mul(weight(g), big.NewInt(int64(n))))
 		}
 	}
-	// Numerator and denominator products, normalised once at the end.
-	num, den := big.NewInt(1), big.NewInt(1)
+	num, den = big.NewInt(1), big.NewInt(1)
 	for _, l := range list {
 		i, b := ps.locate(l)
 		var w *big.Int
@@ -134,7 +145,7 @@ func (s *Sampler) ListProb(u *mech.Utilities, list []int) (*big.Rat, error) {
 		den.Mul(den, total)
 		total = new(big.Int).Sub(total, w)
 	}
-	return new(big.Rat).SetFrac(num, den), nil
+	return num, den, nil
 }
 
 // probExact is ListProb for Delta == 0.

@@ -1,0 +1,272 @@
+package audit
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/mech"
+	"github.com/dplp/dplp/mech/exact"
+	"github.com/dplp/dplp/randx"
+)
+
+// ExactMethod names the exact sampler's rows in a Report.
+const ExactMethod = "exponential-exact"
+
+// RunExact is the exact audit of the exact base-2 exponential mechanism
+// (package mech/exact, docs/SAMPLING.md) with the rigorous pipeline: on the
+// same random graphs as Run, for every query u it builds the exponential
+// plan (utilities and Delta from invariant data), the sampler
+// exact.New(eps_p, Delta), and the exact probability of every ordered list
+// of length K <= MaxK (exact.Sampler.ListLogProbs: exact rationals,
+// converted to logarithms at the end); it does the same on every
+// u-neighbouring G' with G”s own plan and sampler, and checks
+//
+//	|ln P_G(list) - ln P_G'(list)| <= K * EpsPerPick
+//
+// with EpsPerPick the proven per-pick eps of G's sampler (<= eps_p, so the
+// bound is at most the claimed K*eps_p; the Row bound shows K*eps_p). For
+// the worst list of each case the ratio is also checked without floating
+// point: P/P' and P'/P <= (1/b)^(2*Dg*K) as exact rationals (ListProb),
+// b^(-2 Dg) <= exp(EpsPerPick) being what the sampler proves. Score-bound
+// checks are as in Run; with ChiSamples > 0 the sampler's list frequencies
+// (read from a seeded ChaCha8 stream) are compared with the exact
+// distribution. cfg.Methods and cfg.Calibration other than rigorous are
+// ignored / refused: only the exponential mechanism has an exact sampler.
+// Lexicographic plans (DPLP-pub) are not covered.
+func RunExact(cfg Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Calibration != calib.Rigorous {
+		return nil, fmt.Errorf("audit: the exact sampler is audited with the rigorous calibration only")
+	}
+	rep := &Report{Calibration: cfg.Calibration.String(), Eps: cfg.Eps, Seed: cfg.Seed, Transform: "none", MinChiP: 1}
+	if cfg.Transforms != nil {
+		rep.Transform = cfg.Label
+	}
+	rows := map[int]*Row{}
+	worstRel := math.Inf(-1)
+	r := randx.Derive(cfg.Seed, 0xa0d17)
+	var seed [32]byte
+	for i := range 8 {
+		seed[i] = byte(cfg.Seed >> (8 * i))
+	}
+	seed[8] = 0xe7
+	rd := rand.NewChaCha8(seed)
+	for _, kind := range cfg.Kinds {
+		var tr calib.Transform
+		if cfg.Transforms != nil {
+			if tr = cfg.Transforms[kind]; tr == nil {
+				continue
+			}
+		}
+		cc := calib.Config{Method: calib.Exponential, Calibration: cfg.Calibration, Kind: kind, Eps: cfg.Eps, Transform: tr}
+		if err := cc.Validate(); err != nil {
+			return nil, err
+		}
+		chiDone := 0
+		for gi := 0; gi < cfg.Graphs; gi++ {
+			g, p, edges, err := randomGraph(&cfg, r)
+			if err != nil {
+				return nil, err
+			}
+			n := g.N()
+			for u := int32(0); int(u) < n; u++ {
+				q, err := buildQuery(g, p, kind, u)
+				if err != nil {
+					return nil, err
+				}
+				if len(q.cands) == 0 {
+					continue
+				}
+				plan := cc.Plan(q.info)
+				if plan.Lexicographic() {
+					return nil, fmt.Errorf("audit: the exact sampler does not implement lexicographic plans")
+				}
+				vals := utilities(&plan, &q)
+				s, err := exact.New(cfg.Eps, plan.Delta, nil)
+				if err != nil {
+					return nil, err
+				}
+				var dists []dist
+				for k := 1; k <= min(cfg.MaxK, len(q.cands)); k++ {
+					lists := allLists(len(vals), k)
+					lp, err := s.ListLogProbs(vals, lists)
+					if err != nil {
+						return nil, err
+					}
+					dists = append(dists, dist{lists: lists, logp: lp})
+				}
+				if chiDone < cfg.ChiCases && cfg.ChiSamples > 0 && len(q.cands) >= 3 {
+					chiDone++
+					for _, d := range dists {
+						res, err := exactChiTest(s, vals, d, cfg.ChiSamples, rd)
+						if err != nil {
+							return nil, err
+						}
+						res.Method, res.Score = ExactMethod, kind.String()
+						rep.Chi = append(rep.Chi, res)
+						rep.MinChiP = min(rep.MinChiP, res.P)
+						if !(res.P >= chiAlpha) {
+							rep.ChiFailures++
+						}
+					}
+				}
+				for w := int32(0); int(w) < n; w++ {
+					if w == u {
+						continue
+					}
+					var tog []int32
+					for _, x := range p.Of(w) {
+						if x != u {
+							tog = append(tog, x)
+						}
+					}
+					for mask := 1; mask < 1<<len(tog); mask++ {
+						var xs []int32
+						for i, x := range tog {
+							if mask&(1<<i) != 0 {
+								xs = append(xs, x)
+							}
+						}
+						g2, err := toggle(n, edges, w, xs)
+						if err != nil {
+							return nil, err
+						}
+						q2, err := buildQuery(g2, p, kind, u)
+						if err != nil {
+							return nil, err
+						}
+						rep.ScoreChecks++
+						if !slices.Equal(q.cands, q2.cands) || q.info.DeltaS != q2.info.DeltaS || q.info.SMax != q2.info.SMax {
+							rep.ScoreViolations++
+							continue
+						}
+						for i := range q.s {
+							if math.Abs(q.s[i]-q2.s[i]) > q.info.DeltaS+tol || q.pub[i] != q2.pub[i] {
+								rep.ScoreViolations++
+								break
+							}
+						}
+						plan2 := cc.Plan(q2.info)
+						vals2 := utilities(&plan2, &q2)
+						s2, err := exact.New(cfg.Eps, plan2.Delta, nil)
+						if err != nil {
+							return nil, err
+						}
+						for _, d := range dists {
+							k := len(d.lists[0])
+							lp2, err := s2.ListLogProbs(vals2, d.lists)
+							if err != nil {
+								return nil, err
+							}
+							bound := float64(k) * s.EpsPerPick()
+							row := rows[k]
+							if row == nil {
+								row = &Row{Method: ExactMethod, K: k, Bound: float64(k) * cfg.Eps, Proven: true}
+								rows[k] = row
+							}
+							row.Cases++
+							rep.Cases++
+							worstI, worst := -1, 0.0
+							for li := range d.lists {
+								if lr := logRatio(d.logp[li], lp2[li]); lr > worst || worstI < 0 {
+									worst, worstI = lr, li
+								}
+							}
+							row.Worst = max(row.Worst, worst)
+							ok, err := exactRatioOK(s, vals, vals2, d.lists[worstI])
+							if err != nil {
+								return nil, err
+							}
+							if worst > bound+tol*(1+bound) || !ok {
+								row.Violations++
+								rep.Violations++
+							}
+							if rel := relToBound(worst, bound); rel > worstRel {
+								worstRel = rel
+								rep.WorstLogRatio, rep.Bound = worst, bound
+								list := make([]int32, k)
+								for j, c := range d.lists[worstI] {
+									list[j] = q.cands[c]
+								}
+								rep.Worst = &Case{Method: ExactMethod, Score: kind.String(), K: k, Nodes: n, Edges: edges,
+									Protected: p.Pairs(), U: u, W: w, Toggled: xs, List: list,
+									LogP: finite(d.logp[worstI]), LogPPrime: finite(lp2[worstI]), LogRatio: worst, Bound: bound}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, row := range rows {
+		rep.Rows = append(rep.Rows, *row)
+	}
+	slices.SortFunc(rep.Rows, func(a, b Row) int { return a.K - b.K })
+	return rep, nil
+}
+
+// exactRatioOK checks, in exact integer arithmetic, that the list's
+// probabilities p = n/d under s on vals and p2 = n2/d2 on vals2 are within
+// a factor (1/b)^e = 2^(64e)/X^e of each other, e = 2*Dg*K: n*d2*X^e <=
+// n2*d*2^(64e) and symmetrically (both zero also passes; Delta == 0 needs
+// equality).
+func exactRatioOK(s *exact.Sampler, vals, vals2 []float64, list []int) (bool, error) {
+	n, d, err := s.ListProbFrac(&mech.Utilities{Vals: vals}, list)
+	if err != nil {
+		return false, err
+	}
+	n2, d2, err := s.ListProbFrac(&mech.Utilities{Vals: vals2}, list)
+	if err != nil {
+		return false, err
+	}
+	if n.Sign() == 0 || n2.Sign() == 0 {
+		return n.Sign() == n2.Sign(), nil
+	}
+	a, b := new(big.Int).Mul(n, d2), new(big.Int).Mul(n2, d) // p/p2 = a/b
+	base := s.Base()
+	if base == nil {
+		return a.Cmp(b) == 0, nil
+	}
+	e := 2 * s.GridDelta() * int64(len(list))
+	xe := new(big.Int).Exp(base.Num(), big.NewInt(e), nil)
+	de := new(big.Int).Exp(base.Denom(), big.NewInt(e), nil)
+	// a/b <= de/xe and b/a <= de/xe.
+	return new(big.Int).Mul(a, xe).Cmp(new(big.Int).Mul(b, de)) <= 0 &&
+		new(big.Int).Mul(b, xe).Cmp(new(big.Int).Mul(a, de)) <= 0, nil
+}
+
+// exactChiTest samples s.TopK on vals and compares list frequencies with
+// the exact distribution d.
+func exactChiTest(s *exact.Sampler, vals []float64, d dist, samples int, rd *rand.ChaCha8) (ChiResult, error) {
+	k := len(d.lists[0])
+	index := make(map[[4]int]int, len(d.lists))
+	for i, l := range d.lists {
+		var key [4]int
+		copy(key[:], l)
+		index[key] = i
+	}
+	u := &mech.Utilities{Vals: vals}
+	obs := make([]int, len(d.lists))
+	exp := make([]float64, len(d.lists))
+	for i, lp := range d.logp {
+		exp[i] = math.Exp(lp)
+	}
+	var dst []int
+	for range samples {
+		var err error
+		if dst, err = s.TopK(u, k, rd, dst); err != nil {
+			return ChiResult{}, err
+		}
+		var key [4]int
+		copy(key[:], dst)
+		obs[index[key]]++
+	}
+	stat, df, p := mech.ChiSquare(obs, exp)
+	return ChiResult{K: k, Stat: stat, DF: df, P: p}, nil
+}
