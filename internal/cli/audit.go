@@ -20,6 +20,7 @@ func newAuditCmd() *cobra.Command {
 		kinds, methods     []string
 		asJSON, verbose    bool
 		e2e                bool
+		sampler            string
 		variant, modelPath string
 		epochs             int
 	)
@@ -118,7 +119,15 @@ moves by at most the eps the ledger charges for it.`,
 				}
 				cfg.Label = "trained " + string(v)
 			}
-			rep, err := audit.Run(cfg)
+			run := audit.Run
+			switch sampler {
+			case "float":
+			case "exact":
+				run = audit.RunExact // exponential mechanism only, exact base-2 sampler (docs/SAMPLING.md)
+			default:
+				return fmt.Errorf("--sampler must be float or exact, got %q", sampler)
+			}
+			rep, err := run(cfg)
 			if err != nil {
 				return err
 			}
@@ -152,6 +161,7 @@ moves by at most the eps the ledger charges for it.`,
 	f.StringVar(&variant, "variant", "", "audit learned utilities: train this DPLP variant (dplp, lin, umnn, dplp-pub) per score on a synthetic graph and audit its compiled table")
 	f.StringVar(&modelPath, "model", "", "audit the compiled transform of a saved model (its score only)")
 	f.IntVar(&epochs, "epochs", 5, "with --variant: training epochs")
+	f.StringVar(&sampler, "sampler", "float", "float (the mechanisms as released by default) or exact (the exact base-2 exponential mechanism of mech/exact, audited against K x its proven eps per pick)")
 	f.BoolVar(&e2e, "end-to-end", false, "audit the whole deployed pipeline: training on every neighbouring graph (bit-identical models required), the release path's utilities, exact list probabilities against the charged cost, influence sets (--variant selects the model, default dplp; --graphs, --k, --eps, --seed, --score apply)")
 	return cmd
 }
