@@ -209,22 +209,23 @@ func FromCSR(off []int64, adj []int32, labels []string) (*Graph, error) {
 // of N(v) in order. It returns the first node where this fails.
 func symmetric(off []int64, adj []int32) (int32, bool) {
 	n := len(off) - 1
-	ptr := make([]int64, n)
-	copy(ptr, off[:n])
+	// matched[v] counts the entries of N(v) met so far (degrees fit in
+	// int32, and half-size counters stay in cache better).
+	matched := make([]int32, n)
 	for u := 0; u < n; u++ {
 		// Every entry of N(u) below u was matched by an earlier node.
-		if p := ptr[u]; p < off[u+1] && adj[p] < int32(u) {
+		if p := off[u] + int64(matched[u]); p < off[u+1] && adj[p] < int32(u) {
 			return int32(u), false
 		}
 		for _, v := range adj[off[u]:off[u+1]] {
 			if v <= int32(u) {
 				continue
 			}
-			p := ptr[v]
+			p := off[v] + int64(matched[v])
 			if p >= off[v+1] || adj[p] != int32(u) {
 				return int32(u), false
 			}
-			ptr[v] = p + 1
+			matched[v]++
 		}
 	}
 	return 0, true
