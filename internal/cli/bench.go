@@ -21,7 +21,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure the speed of scoring and sampling",
 	}
-	cmd.AddCommand(newBenchScoreCmd(), newBenchSampleCmd())
+	cmd.AddCommand(newBenchScoreCmd(), newBenchSampleCmd(), newBenchServeCmd())
 	return cmd
 }
 
