@@ -14,9 +14,9 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
-	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
+	// Local files; the driver (cmd/dplp-beam, also the workers' binary)
+	// registers gs:// and s3:// too.
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
-	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/s3"
 )
 
 // Reading. An edge or marks file is cut into byte ranges ("shards") read in
