@@ -204,28 +204,33 @@ func FromCSR(off []int64, adj []int32, labels []string) (*Graph, error) {
 }
 
 // symmetric checks that v is in N(u) exactly when u is in N(v), for a CSR
-// whose lists are strictly increasing, in O(entries): going through u in
-// increasing order, the pairs (u, v) with v > u must meet the entries below v
-// of N(v) in order. It returns the first node where this fails.
+// whose lists are strictly increasing and in range, in O(entries): going
+// through u in increasing order, the pairs (u, v) with v > u must meet the
+// entries below v of N(v) in order. cur[v] is the next entry of N(v) to meet;
+// it is allowed to run past N(v) (into the next list, where entries are never
+// mistaken for a match that the check at v would not catch), which saves
+// reading off[v+1] on every step. It returns the first node where this fails.
 func symmetric(off []int64, adj []int32) (int32, bool) {
 	n := len(off) - 1
-	// matched[v] counts the entries of N(v) met so far (degrees fit in
-	// int32, and half-size counters stay in cache better).
-	matched := make([]int32, n)
+	cur := make([]int64, n)
+	copy(cur, off[:n])
+	end := int64(len(adj))
 	for u := 0; u < n; u++ {
-		// Every entry of N(u) below u was matched by an earlier node.
-		if p := off[u] + int64(matched[u]); p < off[u+1] && adj[p] < int32(u) {
+		// Every entry of N(u) below u was met by an earlier node, and no
+		// earlier node met more than N(u) holds.
+		p := cur[u]
+		if p > off[u+1] || p < off[u+1] && adj[p] < int32(u) {
 			return int32(u), false
 		}
 		for _, v := range adj[off[u]:off[u+1]] {
 			if v <= int32(u) {
 				continue
 			}
-			p := off[v] + int64(matched[v])
-			if p >= off[v+1] || adj[p] != int32(u) {
+			p := cur[v]
+			if p >= end || adj[p] != int32(u) {
 				return int32(u), false
 			}
-			matched[v]++
+			cur[v] = p + 1
 		}
 	}
 	return 0, true
