@@ -19,16 +19,13 @@ package dplp
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/dplp/dplp/evaluate"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/ledger"
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/protect"
-	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/release"
-	"github.com/dplp/dplp/score"
+	"github.com/dplp/dplp/train/deploy"
 )
 
 // TrainSpec says what to train. Zero values take the defaults of `dplp
@@ -47,27 +44,14 @@ type TrainSpec struct {
 
 // Train trains the transform on invariant data only (the public graph and
 // the marks; docs/privacy-model.md §5) and compiles it into a deployable
-// model. The seed fixes the training; it does not make released lists
-// seeded.
+// model (package train/deploy). The seed fixes the training; it does not
+// make released lists seeded.
 func Train(ctx context.Context, g *graph.Graph, prot *protect.Set, spec TrainSpec) (*model.Model, error) {
-	if spec.Variant == "" {
-		spec.Variant = "dplp"
-	}
-	if !(spec.EpsP > 0) {
-		return nil, fmt.Errorf("dplp: EpsP must be > 0, got %v", spec.EpsP)
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	split, err := evaluate.FitSplit(g, prot, evaluate.FitConfig{MaxQueries: spec.MaxQueries, NegPerQuery: spec.NegPerQuery}, randx.Derive(spec.Seed, 0x666974))
-	if err != nil {
-		return nil, err
-	}
-	k, err := score.ParseKind(spec.Score)
-	if err != nil {
-		return nil, err
-	}
-	m, _, err := evaluate.TrainModel(split, k, spec.Variant, spec.EpsP, evaluate.TrainOptions{Epochs: spec.Epochs}, spec.Seed)
+	m, _, err := deploy.Train(g, prot, deploy.Spec{Score: spec.Score, Variant: spec.Variant, EpsP: spec.EpsP, Seed: spec.Seed, Epochs: spec.Epochs,
+		Sample: deploy.SampleConfig{MaxQueries: spec.MaxQueries, NegPerQuery: spec.NegPerQuery}})
 	if err != nil {
 		return nil, err
 	}

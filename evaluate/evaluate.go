@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"sync"
 	"sync/atomic"
 
 	"github.com/dplp/dplp/calib"
@@ -19,6 +18,7 @@ import (
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/score"
 	"github.com/dplp/dplp/train"
+	"github.com/dplp/dplp/train/deploy"
 )
 
 // TrainingData scores the split's training pairs for the transform: every
@@ -48,50 +48,11 @@ func TrainingDataFrom(s *protocol.Split, sc *score.Scorer, heldOutEvery int, pub
 	if sc.Graph() != s.Train {
 		return nil, nil, fmt.Errorf("evaluate: the training scorer must score the split's training graph")
 	}
-	out := make([]train.Query, len(s.TrainQueries))
-	pos := make(map[int32]int, len(s.TrainQueries))
-	for i, q := range s.TrainQueries {
-		pos[q] = i
+	var posOf func(int, []int32) []int32
+	if publicOnly {
+		posOf = s.DevPosPublic
 	}
-	var mu sync.Mutex
-	scratch := make([][]int32, runtime.GOMAXPROCS(0))
-	err = sc.EachWorker(s.TrainQueries, func(w int, wk *score.Worker, r *score.Result) {
-		i := pos[r.U]
-		pp := s.DevPos[i]
-		if publicOnly {
-			scratch[w] = s.DevPosPublic(i, scratch[w])
-			pp = scratch[w]
-		}
-		q := train.Query{SMax: r.SMax, DeltaS: r.DeltaS,
-			Pos: make([]float64, len(pp)), PubPos: make([]float64, len(pp)),
-			Neg: make([]float64, len(s.DevNeg[i])), PubNeg: make([]float64, len(s.DevNeg[i]))}
-		for j, v := range pp {
-			q.Pos[j], q.PubPos[j] = wk.At(v)
-		}
-		for j, v := range s.DevNeg[i] {
-			q.Neg[j], q.PubNeg[j] = wk.At(v)
-		}
-		mu.Lock()
-		out[i] = q
-		mu.Unlock()
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	for i, q := range out {
-		if q.SMax <= 0 || len(q.Pos) == 0 || len(q.Neg) == 0 {
-			continue
-		}
-		if heldOutEvery > 0 && i%heldOutEvery == heldOutEvery-1 {
-			held = append(held, q)
-		} else {
-			tr = append(tr, q)
-		}
-	}
-	if len(tr) == 0 {
-		return nil, nil, fmt.Errorf("evaluate: no training query has both positive and negative pairs")
-	}
-	return tr, held, nil
+	return deploy.Data(pairsOf(s), sc, heldOutEvery, posOf)
 }
 
 // Result is the outcome of one method on one split.

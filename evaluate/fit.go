@@ -1,9 +1,7 @@
 package evaluate
 
 import (
-	"fmt"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/gen"
@@ -12,91 +10,23 @@ import (
 	"github.com/dplp/dplp/protocol"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/score"
+	"github.com/dplp/dplp/train/deploy"
 )
 
-// FitConfig controls FitSplit.
-type FitConfig struct {
-	DevFrac      float64 // fraction of each query's non-protected edges held out as positives (default 0.3)
-	MaxQueries   int     // training queries sampled (0: all nodes with a usable pair)
-	NegPerQuery  int     // negatives per query (default 200)
-	MinPositives int     // queries with fewer usable positives are skipped (default 1)
-}
+// FitConfig controls FitSplit (deploy.SampleConfig).
+type FitConfig = deploy.SampleConfig
 
 // FitSplit prepares DPLP's training data for deployment on a whole graph g
-// with marks p (privacy-model §5): it starts from the public graph G_pub
-// (protected edges removed), holds out a fraction of each training query's
-// non-protected edges as positives (removed from the training graph) and
-// samples non-protected non-edges as negatives. Only invariant data is
-// used, so the trained transform may be shared by all queries. The returned
-// split has only its training fields set (Train, TrainProt, TrainQueries,
-// DevPos, DevNeg).
+// with marks p (deploy.Sample: invariant data only) as a protocol.Split with
+// only its training fields set (Train, TrainProt, TrainQueries, DevPos,
+// DevNeg), for the research code that works on splits.
 func FitSplit(g *graph.Graph, p *protect.Set, cfg FitConfig, rng *rand.Rand) (*protocol.Split, error) {
-	if cfg.DevFrac == 0 {
-		cfg.DevFrac = 0.3
+	pr, err := deploy.Sample(g, p, cfg, rng)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.NegPerQuery == 0 {
-		cfg.NegPerQuery = 200
-	}
-	if cfg.MinPositives == 0 {
-		cfg.MinPositives = 1
-	}
-	if !(cfg.DevFrac > 0 && cfg.DevFrac < 1) || cfg.NegPerQuery < 1 || cfg.MaxQueries < 0 {
-		return nil, fmt.Errorf("evaluate: invalid fit config %+v", cfg)
-	}
-	pub := p.Public(g)
-	n := g.N()
-	order := rng.Perm(n)
-	if cfg.MaxQueries > 0 && cfg.MaxQueries < n {
-		order = order[:cfg.MaxQueries]
-	}
-	slices.Sort(order)
-	held := make(map[graph.Edge]bool)
-	s := &protocol.Split{Kind: protocol.Deployment, TrainProt: p}
-	for _, qi := range order {
-		q := int32(qi)
-		nb := pub.Neighbors(q)
-		k := int(cfg.DevFrac * float64(len(nb)))
-		if k < cfg.MinPositives || len(nb)-k < 1 {
-			continue
-		}
-		perm := rng.Perm(len(nb))[:k]
-		pos := make([]int32, 0, k)
-		for _, j := range perm {
-			v := nb[j]
-			pos = append(pos, v)
-			held[graph.Edge{U: min(q, v), V: max(q, v)}] = true
-		}
-		slices.Sort(pos)
-		// Negatives: non-protected non-neighbours, by rejection. Both the
-		// count and the rejection test read only invariant data: the public
-		// graph and the marks (a protected pair of q is never a public edge,
-		// so n-1-deg_pub(q)-|prot(q)| counts the non-protected non-edges).
-		// A full-graph degree here would change every later draw when one
-		// protected pair is toggled (privacy-model §5).
-		want := min(cfg.NegPerQuery, n-1-pub.Degree(q)-p.Count(q))
-		neg := make([]int32, 0, max(want, 0))
-		seen := make(map[int32]bool, max(want, 0))
-		for tries := 0; len(neg) < want && tries < 50*want+100; tries++ {
-			v := int32(rng.IntN(n))
-			if v == q || seen[v] || pub.HasEdge(q, v) || p.Has(q, v) {
-				continue
-			}
-			seen[v] = true
-			neg = append(neg, v)
-		}
-		if len(neg) == 0 {
-			continue
-		}
-		slices.Sort(neg)
-		s.TrainQueries = append(s.TrainQueries, q)
-		s.DevPos = append(s.DevPos, pos)
-		s.DevNeg = append(s.DevNeg, neg)
-	}
-	if len(s.TrainQueries) == 0 {
-		return nil, fmt.Errorf("evaluate: no node has enough non-protected edges to train on")
-	}
-	s.Train = pub.Without(func(u, v int32) bool { return held[graph.Edge{U: u, V: v}] })
-	return s, nil
+	return &protocol.Split{Kind: protocol.Deployment, TrainProt: pr.Marks, Train: pr.Train,
+		TrainQueries: pr.Queries, DevPos: pr.Pos, DevNeg: pr.Neg}, nil
 }
 
 // SyntheticTransforms trains variant for each score kind on a seeded

@@ -36,7 +36,6 @@ import (
 	"slices"
 
 	"github.com/dplp/dplp/calib"
-	"github.com/dplp/dplp/evaluate"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/mech"
 	"github.com/dplp/dplp/model"
@@ -44,6 +43,7 @@ import (
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/release"
 	"github.com/dplp/dplp/score"
+	"github.com/dplp/dplp/train/deploy"
 )
 
 // TrainFunc trains a model on (g, p). It must be deterministic for a given
@@ -114,19 +114,23 @@ const InfRatio = 1e9
 // invariant data; evaluate's differential test covers it with selection on.)
 func DeployTrain(kind score.Kind, variant string, eps float64, epochs int, seed uint64) TrainFunc {
 	return func(g *graph.Graph, p *protect.Set) (*model.Model, error) {
-		s, err := evaluate.FitSplit(g, p, evaluate.FitConfig{NegPerQuery: 40}, randx.Derive(seed, 0x666974))
+		pr, err := deploy.Sample(g, p, deploy.SampleConfig{NegPerQuery: 40}, randx.Derive(seed, 0x666974))
 		if err != nil {
 			return nil, err
 		}
-		m, _, err := evaluate.TrainModel(s, kind, variant, eps, LastEpoch(epochs), seed)
+		sc, err := score.New(pr.Train, pr.Marks, kind)
+		if err != nil {
+			return nil, err
+		}
+		m, _, err := deploy.Model(pr, sc, kind.String(), variant, eps, LastEpoch(epochs), seed)
 		return m, err
 	}
 }
 
 // LastEpoch are training options that keep the last epoch (no held-out
 // selection).
-func LastEpoch(epochs int) evaluate.TrainOptions {
-	return evaluate.TrainOptions{Epochs: epochs, HeldOutEvery: math.MaxInt32}
+func LastEpoch(epochs int) deploy.Options {
+	return deploy.Options{Epochs: epochs, HeldOutEvery: math.MaxInt32}
 }
 
 // instance is one audited graph.

@@ -4,12 +4,12 @@ import (
 	"testing"
 
 	"github.com/dplp/dplp/calib"
-	"github.com/dplp/dplp/evaluate"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/score"
+	"github.com/dplp/dplp/train/deploy"
 )
 
 func small() Config {
@@ -62,13 +62,17 @@ func TestEndToEndLeakyTrainingFails(t *testing.T) {
 	cfg.Kinds = []score.Kind{score.CN}
 	cfg.Train = func(kind score.Kind) TrainFunc {
 		return func(g *graph.Graph, p *protect.Set) (*model.Model, error) {
-			s, err := evaluate.FitSplit(g, p, evaluate.FitConfig{NegPerQuery: 40}, randx.Derive(1, 0x666974))
+			pr, err := deploy.Sample(g, p, deploy.SampleConfig{NegPerQuery: 40}, randx.Derive(1, 0x666974))
 			if err != nil {
 				return nil, err
 			}
-			tr := s.Train
-			s.Train = g.Without(func(u, v int32) bool { return !tr.HasEdge(u, v) && !p.Has(u, v) })
-			m, _, err := evaluate.TrainModel(s, kind, "dplp", 0.5, LastEpoch(2), 1)
+			tr := pr.Train
+			pr.Train = g.Without(func(u, v int32) bool { return !tr.HasEdge(u, v) && !p.Has(u, v) })
+			sc, err := score.New(pr.Train, pr.Marks, kind)
+			if err != nil {
+				return nil, err
+			}
+			m, _, err := deploy.Model(pr, sc, kind.String(), "dplp", 0.5, LastEpoch(2), 1)
 			return m, err
 		}
 	}

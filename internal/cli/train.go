@@ -5,12 +5,12 @@ import (
 	"math"
 	"time"
 
-	"github.com/dplp/dplp/evaluate"
 	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/predict"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/train"
+	"github.com/dplp/dplp/train/deploy"
 	"github.com/dplp/dplp/transform"
 	"github.com/spf13/cobra"
 )
@@ -108,7 +108,7 @@ costs no privacy; privacy-model §10).`,
 			if err != nil {
 				return err
 			}
-			v, err := evaluate.ParseVariant(variant)
+			v, err := deploy.ParseVariant(variant)
 			if err != nil {
 				return err
 			}
@@ -139,26 +139,26 @@ costs no privacy; privacy-model §10).`,
 			errw := cmd.ErrOrStderr()
 			fmt.Fprintf(errw, "training seed %d: fixes the training split, initialisation and training noise (public data only); the model is deployable, and lists released with it draw their own noise\n", seed)
 			start := time.Now()
-			split, err := evaluate.FitSplit(g, prot, evaluate.FitConfig{DevFrac: devFrac, MaxQueries: maxQueries, NegPerQuery: negPerQuery}, randx.Derive(seed, 0x666974))
+			pairs, err := deploy.Sample(g, prot, deploy.SampleConfig{DevFrac: devFrac, MaxQueries: maxQueries, NegPerQuery: negPerQuery}, randx.Derive(seed, 0x666974))
 			if err != nil {
 				return err
 			}
 			bar := progress.New(int64(cfg.Epochs), "training "+string(v))
-			opt := evaluate.TrainOptions{Config: &cfg, OnEpoch: func(epoch int, loss, auc float64) {
+			opt := deploy.Options{Config: &cfg, OnEpoch: func(epoch int, loss, auc float64) {
 				bar.Add(1)
 				fmt.Fprintf(errw, "epoch %3d  loss %.5f  held-out AUC %.4f\n", epoch, loss, auc)
 			}}
 			// The predictor is fitted on the public training graph only.
-			sc, err := predf.fit(kind, split.Train, split.TrainProt)
+			sc, err := predf.fit(kind, pairs.Train, pairs.Marks)
 			if err != nil {
 				return err
 			}
-			m, sum, err := evaluate.TrainModelFrom(split, sc, spec.Name, string(v), eps, opt, seed)
+			m, sum, err := deploy.Model(pairs, sc, spec.Name, string(v), eps, opt, seed)
 			bar.Finish()
 			if err != nil {
 				return err
 			}
-			m.Meta.Dataset = fmt.Sprintf("%s: public graph, %d training queries", path, len(split.TrainQueries))
+			m.Meta.Dataset = fmt.Sprintf("%s: public graph, %d training queries", path, len(pairs.Queries))
 			if err := model.Save(out, m); err != nil {
 				return err
 			}
