@@ -24,9 +24,15 @@ func TestMain(m *testing.M) { ptest.Main(m) }
 
 // writeModel saves a hand-made DPLP table for score.
 func writeModel(t *testing.T, dir, score string, eps float64) string {
+	return writeModelVariant(t, dir, score, "dplp", eps)
+}
+
+// writeModelVariant is writeModel for a given variant (dplp-pub: the
+// lexicographic mechanism).
+func writeModelVariant(t *testing.T, dir, score, variant string, eps float64) string {
 	t.Helper()
-	path := filepath.Join(dir, "model-"+score+".json")
-	m := &model.Model{Score: score, Variant: "dplp", EpsP: eps, Grid: 6, F: []float64{0, 0.35, 0.55, 0.7, 0.85, 1}}
+	path := filepath.Join(dir, "model-"+score+"-"+variant+".json")
+	m := &model.Model{Score: score, Variant: variant, EpsP: eps, Grid: 6, F: []float64{0, 0.35, 0.55, 0.7, 0.85, 1}}
 	if err := model.Save(path, m); err != nil {
 		t.Fatal(err)
 	}
@@ -177,19 +183,22 @@ func TestBeamEqualsSingleMachine(t *testing.T) {
 		{"hubs", he, hm, 1 << 20, 16},
 	}
 	cases := []struct {
-		graph  int
-		score  string
-		eps    float64
-		k      int
-		seed   uint64
-		shards int
+		graph   int
+		score   string
+		eps     float64
+		k       int
+		seed    uint64
+		shards  int
+		variant string
 	}{
-		{0, "cn", 0.5, 5, 1, 1},
-		{0, "aa", 1, 7, 2, 1},
-		{0, "ra", 0.3, 3, 3, 1},
-		{0, "jc", 2, 4, 4, 1},
-		{1, "aa", 0.5, 10, 5, 1},
-		{1, "cn", 4, 6, 6, 4},
+		{0, "cn", 0.5, 5, 1, 1, ""},
+		{0, "aa", 1, 7, 2, 1, ""},
+		{0, "ra", 0.3, 3, 3, 1, ""},
+		{0, "jc", 2, 4, 4, 1, ""},
+		{1, "aa", 0.5, 10, 5, 1, ""},
+		{1, "cn", 4, 6, 6, 4, ""},
+		{0, "aa", 1, 5, 7, 1, "dplp-pub"},
+		{1, "ra", 2, 5, 8, 1, "dplp-pub"},
 	}
 	for _, gc := range graphs {
 		if err := os.WriteFile(filepath.Join(dir, gc.name+".txt"), []byte(gc.edges), 0o644); err != nil {
@@ -201,9 +210,13 @@ func TestBeamEqualsSingleMachine(t *testing.T) {
 	}
 	for i, c := range cases {
 		gc := graphs[c.graph]
-		t.Run(fmt.Sprintf("%s-%s", gc.name, c.score), func(t *testing.T) {
+		variant := c.variant
+		if variant == "" {
+			variant = "dplp"
+		}
+		t.Run(fmt.Sprintf("%s-%s-%s", gc.name, c.score, variant), func(t *testing.T) {
 			gp, mp := filepath.Join(dir, gc.name+".txt"), filepath.Join(dir, gc.name+".marks")
-			modelPath := writeModel(t, dir, c.score, c.eps)
+			modelPath := writeModelVariant(t, dir, c.score, variant, c.eps)
 			want := single(t, gp, mp, modelPath, c.k, c.seed)
 			mb, err := os.ReadFile(modelPath)
 			if err != nil {
