@@ -112,13 +112,68 @@ func (b *sqliteBackend) write(ctx context.Context, fn func(querier) error) error
 		if err != nil {
 			return err
 		}
-		if err := fn(sqlQ{tx}); err != nil {
+		q := &txQ{tx: tx, stmts: map[string]*sql.Stmt{}}
+		if err := fn(q); err != nil {
 			tx.Rollback()
 			return err
 		}
-		return tx.Commit()
+		return tx.Commit() // closes the transaction's prepared statements
 	})
 }
+
+// txQ is a write transaction's querier that prepares each distinct
+// statement once per transaction: a batch of charges runs the same few
+// statements thousands of times, and re-parsing them dominated its cost.
+type txQ struct {
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt
+}
+
+func (q *txQ) stmt(ctx context.Context, s string) (*sql.Stmt, error) {
+	if st, ok := q.stmts[s]; ok {
+		return st, nil
+	}
+	st, err := q.tx.PrepareContext(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	q.stmts[s] = st
+	return st, nil
+}
+
+func (q *txQ) exec(ctx context.Context, s string, args ...any) error {
+	st, err := q.stmt(ctx, s)
+	if err != nil {
+		return err
+	}
+	_, err = st.ExecContext(ctx, args...)
+	return err
+}
+
+func (q *txQ) queryRow(ctx context.Context, s string, args ...any) row {
+	st, err := q.stmt(ctx, s)
+	if err != nil {
+		return errRow{err}
+	}
+	return sqlRow{st.QueryRowContext(ctx, args...)}
+}
+
+func (q *txQ) query(ctx context.Context, s string, args ...any) (rows, error) {
+	st, err := q.stmt(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	r, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{r}, nil
+}
+
+// errRow is a row whose Scan reports a preparation error.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 func (b *sqliteBackend) read(ctx context.Context, fn func(querier) error) error {
 	return retry(ctx, sqliteTransient, func() error { return fn(sqlQ{b.db}) })

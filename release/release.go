@@ -366,7 +366,7 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 			return fmt.Errorf("release: user id %d out of range [0,%d)", u, r.g.N())
 		}
 	}
-	const batch = 256
+	const batch = 4096 // users per charging transaction: large batches share exposure rows
 	nw := max(1, runtime.GOMAXPROCS(0))
 	for lo := 0; lo < len(users); lo += batch {
 		if err := ctx.Err(); err != nil {
