@@ -129,12 +129,15 @@ seeded (--seed) and reproducible; no files are needed. --json prints one object
 					return err
 				}
 				g, proven := m.cfg.Guarantee(k)
-				gs := fmt.Sprintf("%g-DP per list", g)
+				gs := fmt.Sprintf("%.4g-DP per list", g)
 				switch {
 				case math.IsInf(g, 1):
 					gs = "none"
 				case !proven:
-					gs = fmt.Sprintf("none proven (K=1: %g-DP)", 2*eps)
+					gs = fmt.Sprintf("none proven (K=1: %.4g-DP)", 2*eps)
+				case res.EpsSpent < g-1e-9:
+					// Lexicographic DPLP-pub: random picks only are charged.
+					gs = fmt.Sprintf("<= %.4g-DP per list (mean %.2g charged)", g, res.EpsSpent)
 				}
 				results[m.name] = out{res.Mean.AUC, res.Mean.Precision, res.Mean.NDCG, gs}
 			}
@@ -235,7 +238,7 @@ func demoRecommend(cmd *cobra.Command, s *protocol.Split, tr calib.Transform, k,
 			}
 		}
 		u := ids[i]
-		fmt.Fprintf(o, "  user %s (degree %d, Delta_f %.3g, charged %g): %s  [%d of %d held-out edges in the top %d]\n",
+		fmt.Fprintf(o, "  user %s (degree %d, Delta_f %.3g, charged %.4g): %s  [%d of %d held-out edges in the top %d]\n",
 			r.User, s.Test.Degree(u), r.Delta, r.Cost, b.String(), hits, len(s.TestPos[qi]), k)
 		return nil
 	})
