@@ -33,11 +33,15 @@ func TestReadScores(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct{ in, err string }{
 		{"a,c,0.5\n# c\nb d 0.25\n", ""},
+		{"a,c,0.5\nc,a,0.5\nd b 0.25\n", ""}, // a reciprocal line with the same score is merged
 		{"a,c,1.5\n", "f:1: score 1.5 outside the declared range [0, 1]"},
 		{"a,c,x\n", "f:1: score \"x\" is not a finite number"},
 		{"a,z,0.1\n", "f:1: unknown node label \"z\""},
 		{"a,c\n", "f:1: missing score column"},
-		{"a,c,0.1\nc,a,0.2\na,c,0.3\n", "f:3: pair \"a\",\"c\" listed twice"},
+		{"a,c,0.1\nc,a,0.2\na,c,0.3\n", "f:2: pair \"c\",\"a\" scored 0.2, but \"a\",\"c\" was scored 0.1 (scores are undirected)"},
+		{"a,c,0.1\nc,a,0.1\na,c,0.1\n", "f:3: pair \"a\",\"c\" listed twice"},
+		{"", "f: no score lines"},
+		{"# comments only\n", "f: no score lines"},
 		{"a,a,0.1\n", "f:1: self-pair"},
 	}
 	for _, c := range cases {
