@@ -23,7 +23,9 @@
 //
 // Beside seeded random graphs it covers adversarial families: a hub
 // protected to all of u's neighbours, stars, cliques, degree-1 queries,
-// degree-2 neighbours, many protected non-edges, and a bounded score.
+// degree-2 neighbours, many protected non-edges; beside the triad scores,
+// two bounded scores (a fixed pair function like a score file, and one
+// computed from the graph it is given like a fitted embedding).
 // The reference calibration and a training path that reads the full graph
 // both fail it (tests assert that).
 package endtoend
@@ -61,6 +63,10 @@ type Config struct {
 	Epochs   int     // training epochs
 	Toggles  int     // neighbouring graphs per graph (0: all)
 	Families bool    // include the adversarial families
+	// Bounded adds two bounded predictors (Delta_s = S_max = 1): a fixed
+	// pair function, like a score file, and one fitted on the graph it is
+	// given, like an embedding with its link classifier.
+	Bounded bool
 	// Train, when set, replaces the deployment training path (tests use it
 	// to inject a leaky trainer).
 	Train func(kind score.Kind) TrainFunc
@@ -70,7 +76,7 @@ type Config struct {
 
 // Default is what `dplp audit --end-to-end` runs.
 func Default() Config {
-	return Config{Seed: 1, Graphs: 3, Kinds: []score.Kind{score.CN, score.AA, score.JC}, Variant: "dplp", Eps: 0.5, MaxK: 2, Epochs: 2, Toggles: 12, Families: true}
+	return Config{Seed: 1, Graphs: 3, Kinds: []score.Kind{score.CN, score.AA, score.JC}, Variant: "dplp", Eps: 0.5, MaxK: 2, Epochs: 2, Toggles: 12, Families: true, Bounded: true}
 }
 
 // Report is the audit's outcome.
@@ -113,18 +119,64 @@ const InfRatio = 1e9
 // data would pass the comparison trivially. (The selection reads the same
 // invariant data; evaluate's differential test covers it with selection on.)
 func DeployTrain(kind score.Kind, variant string, eps float64, epochs int, seed uint64) TrainFunc {
+	return Predictor{Name: kind.String(), Kind: kind}.train(variant, eps, epochs, seed)
+}
+
+// Predictor builds a base scorer on a graph: a triad kind, or a bounded
+// score given by Fit (a fixed pair function, like a score file, or one
+// computed from the graph it is given, like a fitted embedding).
+type Predictor struct {
+	Name string
+	Kind score.Kind                          // a triad kind, or score.Bounded
+	Fit  func(g *graph.Graph) score.PairFunc // bounded only, values in [0, 1]
+}
+
+func (pd Predictor) scorer(g *graph.Graph, p *protect.Set) (*score.Scorer, error) {
+	if pd.Fit == nil {
+		return score.New(g, p, pd.Kind)
+	}
+	return score.NewBounded(g, p, pd.Name, 0, 1, pd.Fit(g))
+}
+
+func (pd Predictor) train(variant string, eps float64, epochs int, seed uint64) TrainFunc {
 	return func(g *graph.Graph, p *protect.Set) (*model.Model, error) {
 		pr, err := deploy.Sample(g, p, deploy.SampleConfig{NegPerQuery: 40}, randx.Derive(seed, 0x666974))
 		if err != nil {
 			return nil, err
 		}
-		sc, err := score.New(pr.Train, pr.Marks, kind)
+		sc, err := pd.scorer(pr.Train, pr.Marks)
 		if err != nil {
 			return nil, err
 		}
-		m, _, err := deploy.Model(pr, sc, kind.String(), variant, eps, LastEpoch(epochs), seed)
+		m, _, err := deploy.Model(pr, sc, pd.Name, variant, eps, LastEpoch(epochs), seed)
 		return m, err
 	}
+}
+
+// boundedPredictors are the two bounded scores of Config.Bounded.
+func boundedPredictors() []Predictor {
+	fixed := func(g *graph.Graph) score.PairFunc {
+		return func(u, v int32) float64 {
+			a, b := g.Label(min(u, v)), g.Label(max(u, v))
+			h := uint64(14695981039346656037)
+			for _, c := range []byte(a + "\x00" + b) {
+				h = (h ^ uint64(c)) * 1099511628211
+			}
+			return float64(h>>11) / (1 << 53)
+		}
+	}
+	fitted := func(g *graph.Graph) score.PairFunc {
+		return func(u, v int32) float64 {
+			c := 0
+			for _, z := range g.Neighbors(u) {
+				if g.HasEdge(z, v) {
+					c++
+				}
+			}
+			return float64(c) / float64(1+c)
+		}
+	}
+	return []Predictor{{Name: "file:hashed", Kind: score.Bounded, Fit: fixed}, {Name: "fitted:cn-ratio", Kind: score.Bounded, Fit: fitted}}
 }
 
 // LastEpoch are training options that keep the last epoch (no held-out
@@ -150,7 +202,15 @@ func Run(cfg Config) (*Report, error) {
 	}
 	rep := &Report{Variant: cfg.Variant, Calibration: cfg.Calibration.String(), Eps: cfg.Eps}
 	r := randx.Derive(cfg.Seed, 0xe2e)
-	for _, kind := range cfg.Kinds {
+	preds := make([]Predictor, 0, len(cfg.Kinds)+2)
+	for _, k := range cfg.Kinds {
+		preds = append(preds, Predictor{Name: k.String(), Kind: k})
+	}
+	if cfg.Bounded && cfg.Calibration != calib.Reference {
+		preds = append(preds, boundedPredictors()...)
+	}
+	for _, pd := range preds {
+		kind := pd.Kind
 		var insts []instance
 		for i := 0; i < cfg.Graphs; i++ {
 			g, p, err := randomInstance(r, 14+r.IntN(7), 0.3)
@@ -166,13 +226,13 @@ func Run(cfg Config) (*Report, error) {
 			}
 			insts = append(insts, fams...)
 		}
-		train := DeployTrain(kind, cfg.Variant, cfg.Eps, cfg.Epochs, cfg.Seed)
-		if cfg.Train != nil {
+		train := pd.train(cfg.Variant, cfg.Eps, cfg.Epochs, cfg.Seed)
+		if cfg.Train != nil && pd.Fit == nil {
 			train = cfg.Train(kind)
 		}
 		for _, in := range insts {
-			if err := auditInstance(cfg, rep, kind, in, train); err != nil {
-				return nil, fmt.Errorf("%s/%s: %w", kind, in.name, err)
+			if err := auditInstance(cfg, rep, pd, in, train); err != nil {
+				return nil, fmt.Errorf("%s/%s: %w", pd.Name, in.name, err)
 			}
 			rep.Graphs++
 		}
@@ -180,20 +240,27 @@ func Run(cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-func recommender(cfg Config, m *model.Model, kind score.Kind, g *graph.Graph, p *protect.Set) (*release.Recommender, error) {
+func recommender(cfg Config, m *model.Model, pd Predictor, g *graph.Graph, p *protect.Set) (*release.Recommender, error) {
 	if cfg.Calibration == calib.Reference {
-		return release.NewMechanism(calib.Config{Method: calib.Exponential, Calibration: calib.Reference, Kind: kind, Eps: cfg.Eps}, "reference", g, p)
+		return release.NewMechanism(calib.Config{Method: calib.Exponential, Calibration: calib.Reference, Kind: pd.Kind, Eps: cfg.Eps}, "reference", g, p)
 	}
-	return release.New(m, g, p)
+	if pd.Fit == nil {
+		return release.New(m, g, p)
+	}
+	sc, err := pd.scorer(g, p)
+	if err != nil {
+		return nil, err
+	}
+	return release.New(m, g, p, release.WithScorer(sc))
 }
 
-func auditInstance(cfg Config, rep *Report, kind score.Kind, in instance, train TrainFunc) error {
+func auditInstance(cfg Config, rep *Report, pd Predictor, in instance, train TrainFunc) error {
 	m, err := train(in.g, in.p)
 	if err != nil {
 		return err
 	}
 	rep.Trainings++
-	rec, err := recommender(cfg, m, kind, in.g, in.p)
+	rec, err := recommender(cfg, m, pd, in.g, in.p)
 	if err != nil {
 		return err
 	}
@@ -239,7 +306,7 @@ func auditInstance(cfg Config, rep *Report, kind score.Kind, in instance, train 
 			// Each user is audited with its own model pair (m on G, m2 on G'):
 			// a changed model is a failure above, and its effect on the lists
 			// is measured here too.
-			rec2, err := recommender(cfg, m2, kind, g2, in.p)
+			rec2, err := recommender(cfg, m2, pd, g2, in.p)
 			if err != nil {
 				return err
 			}
