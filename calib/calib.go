@@ -7,12 +7,14 @@
 package calib
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
 
 	"github.com/dplp/dplp/mech"
+	"github.com/dplp/dplp/mech/exact"
 	"github.com/dplp/dplp/score"
 )
 
@@ -116,6 +118,12 @@ type Config struct {
 	// without a transform) within groups of equal s_pub. A transform that
 	// implements Lexicographic and returns true selects it too.
 	Lexicographic bool
+	// ExactSampler samples the exponential mechanism with the exact base-2
+	// sampler (mech/exact: integer arithmetic, no floating-point
+	// probabilities; each pick is EpsPerPick <= Eps -DP, rounding
+	// included) instead of floating-point Gumbel keys. Not available for
+	// the lexicographic mechanism.
+	ExactSampler bool
 }
 
 // Lex reports whether the configuration releases with the lexicographic
@@ -141,6 +149,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Method == PublicOnly && c.Transform != nil {
 		return fmt.Errorf("calib: public-only ranks s_pub itself, without a transform")
+	}
+	if c.ExactSampler && (c.Method != Exponential || c.Lex()) {
+		return fmt.Errorf("calib: the exact sampler implements the (non-lexicographic) exponential mechanism only")
 	}
 	if c.Lex() && (c.Method != Exponential || c.Calibration != Rigorous) {
 		return fmt.Errorf("calib: the lexicographic mechanism (DPLP-pub) is the exponential mechanism with the rigorous calibration, got %s/%s", c.Method, c.Calibration)
@@ -304,6 +315,13 @@ func (p *Plan) Sample(u *mech.Utilities, k int, r *rand.Rand, dst []int) ([]int,
 	}
 	switch p.cfg.Method {
 	case Exponential:
+		if p.cfg.ExactSampler {
+			s, err := exact.New(p.cfg.Eps, p.Delta, nil)
+			if err != nil {
+				return dst[:0], err
+			}
+			return s.TopK(u, k, RandReader{r}, dst)
+		}
 		return mech.ExpTopK(u, k, p.Scale, r, dst)
 	case Laplace:
 		return mech.LaplaceTopK(u, k, p.Scale, r, dst)
@@ -313,6 +331,27 @@ func (p *Plan) Sample(u *mech.Utilities, k int, r *rand.Rand, dst []int) ([]int,
 		return mech.StaircaseTopK(u, k, p.Stair, r, dst)
 	}
 	return mech.ExactTopK(u, k, r, dst)
+}
+
+// RandReader makes a *rand.Rand an io.Reader for the exact sampler: the
+// bytes of successive Uint64 draws. Deployment generators are ChaCha8 keyed
+// by crypto/rand (randx.Crypto), so the stream is cryptographically strong;
+// seeded runs stay reproducible.
+type RandReader struct{ R *rand.Rand }
+
+// Read fills b from the generator; it never fails.
+func (rr RandReader) Read(b []byte) (int, error) {
+	n := len(b)
+	for len(b) >= 8 {
+		binary.LittleEndian.PutUint64(b, rr.R.Uint64())
+		b = b[8:]
+	}
+	if len(b) > 0 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], rr.R.Uint64())
+		copy(b, w[:])
+	}
+	return n, nil
 }
 
 // Noise is the additive noise of a one-shot plan (Laplace, staircase), for

@@ -113,6 +113,24 @@ func WithScorer(sc *score.Scorer) Option {
 	return func(r *Recommender) error { r.sc = sc; return nil }
 }
 
+// WithExposure turns per-party exposure tracking on (the default) or off.
+// Off, the ledger still records and caps every user's spending (the
+// guarantee), but the releases carry no influence sets, so exposure(w)
+// (docs/privacy-model.md §13) is not maintained for them: a batch over
+// millions of users on a graph with hubs otherwise spends most of its time
+// updating one exposure row per influencing party.
+func WithExposure(on bool) Option {
+	return func(r *Recommender) error { r.noExposure = !on; return nil }
+}
+
+// WithExactSampler samples with the exact base-2 exponential mechanism
+// (mech/exact; calib.Config.ExactSampler) instead of floating-point Gumbel
+// keys. Each pick is then EpsPerPick <= eps_p -DP including the grid
+// rounding; the list is charged eps_p per pick (an upper bound).
+func WithExactSampler() Option {
+	return func(r *Recommender) error { r.exactSampler = true; return nil }
+}
+
 // WithIdempotencyKey makes a fresh release retry-safe: a second call with
 // the same key for the same user returns the first list, charged once.
 // Meaningful for a single user per call.
@@ -133,8 +151,11 @@ type Recommender struct {
 	seed    *uint64
 	fresh   bool
 	idem    string
-	infl    influence
-	pool    sync.Pool // *workerState
+	// noExposure: do not attach influence sets to releases (WithExposure).
+	noExposure   bool
+	exactSampler bool
+	infl         influence
+	pool         sync.Pool // *workerState
 }
 
 type workerState struct {
@@ -195,6 +216,7 @@ func newRecommender(cfg calib.Config, id, scoreName string, g *graph.Graph, p *p
 		return nil, errors.New("release: the scorer was built on another graph")
 	}
 	cfg.Kind = r.sc.Kind()
+	cfg.ExactSampler = r.exactSampler
 	r.cfg = cfg
 	if err := r.cfg.Validate(); err != nil {
 		return nil, err
@@ -240,6 +262,9 @@ func (r *Recommender) guarantee(picks int) Guarantee {
 	g := Guarantee{Mechanism: r.cfg.Method.String() + " mechanism", EpsP: e, Picks: picks, Eps: eps}
 	if r.cfg.Method == calib.Exponential {
 		g.Mechanism = "exponential mechanism (Gumbel top-K)"
+		if r.cfg.ExactSampler {
+			g.Mechanism = "exponential mechanism (exact base-2 sampler)"
+		}
 		if r.cfg.Transform != nil {
 			g.Mechanism += " on the DPLP utility"
 		}
@@ -295,7 +320,7 @@ func (r *Recommender) ledgerRelease(u int32, k int, out Outcome, idem string) le
 	}
 	rel := ledger.Release{User: r.g.Label(u), Model: r.modelID, K: k, EpsP: r.cfg.Eps, List: list,
 		Cost: gu.Eps, Rho: gu.Rho, Seeded: r.seed != nil, IdemKey: idem}
-	if out.Picks > 0 && r.store != nil {
+	if out.Picks > 0 && r.store != nil && !r.noExposure {
 		rel.Influencers = r.infl.of(u)
 	}
 	return rel

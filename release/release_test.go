@@ -354,3 +354,33 @@ func planFor(t *testing.T, m *model.Model, r *score.Result) *calib.Plan {
 	p := cfg.Plan(calib.QueryOf(r))
 	return &p
 }
+
+// The exact sampler releases valid lists, reproducibly for a seed, and is
+// refused for configurations it does not implement.
+func TestExactSampler(t *testing.T) {
+	g, p, m := fixture(t)
+	run := func() map[string][]string {
+		rec, err := release.New(m, g, p, release.WithSeed(4), release.WithExactSampler())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seededLists(t, rec, allUsers(g)[:200], 15)
+	}
+	a, b := run(), run()
+	for u, l := range a {
+		if len(l) != 15 || !slices.Equal(l, b[u]) {
+			t.Fatalf("user %s: %v vs %v", u, l, b[u])
+		}
+		seen := map[string]bool{}
+		for _, v := range l {
+			if seen[v] || v == u {
+				t.Fatalf("user %s: invalid list %v", u, l)
+			}
+			seen[v] = true
+		}
+	}
+	cfg := calib.Config{Method: calib.Laplace, Kind: score.CN, Eps: 0.5, ExactSampler: true}
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("exact sampler accepted for Laplace")
+	}
+}

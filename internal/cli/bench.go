@@ -139,6 +139,7 @@ candidate_pairs, wedges, seconds and pairs_per_second (JSON keys exactly these).
 func newBenchSampleCmd() *cobra.Command {
 	var (
 		path, kind, method, qspec string
+		sampler                   string
 		k                         int
 		eps                       float64
 		seed                      uint64
@@ -179,7 +180,15 @@ not a deployment.`,
 			if err != nil {
 				return err
 			}
-			rec, err := release.NewMechanism(cfg, fmt.Sprintf("bench:%s:%s:eps=%g", m, sk, eps), sc.Graph(), sc.Protection(), release.WithScorer(sc), release.WithSeed(seed))
+			ropts := []release.Option{release.WithScorer(sc), release.WithSeed(seed)}
+			switch sampler {
+			case "float":
+			case "exact":
+				ropts = append(ropts, release.WithExactSampler())
+			default:
+				return fmt.Errorf("--sampler must be float or exact, got %q", sampler)
+			}
+			rec, err := release.NewMechanism(cfg, fmt.Sprintf("bench:%s:%s:eps=%g", m, sk, eps), sc.Graph(), sc.Protection(), ropts...)
 			if err != nil {
 				return err
 			}
@@ -205,6 +214,7 @@ not a deployment.`,
 	f.IntVar(&k, "k", 30, "list length K (>= 1)")
 	f.Float64Var(&eps, "eps", 0.1, "eps_p per pick (> 0)")
 	f.StringVar(&qspec, "queries", "all", "all, or the number of queries")
+	f.StringVar(&sampler, "sampler", "float", "float (Gumbel keys) or exact (base-2 mechanism, integer arithmetic; exponential only)")
 	f.Uint64Var(&seed, "seed", 1, "noise seed")
 	f.BoolVar(&asJSON, "json", false, "print one JSON object")
 	pf.register(cmd, "protect-seed")

@@ -20,9 +20,10 @@ import (
 // recOptions are the flags of recommend.
 type recOptions struct {
 	modelPath, graph, format, store string
+	sampler                         string
 	k                               int
 	seed                            uint64
-	fresh                           bool
+	fresh, exposure                 bool
 	budget                          float64
 	qf                              queryFlags
 	pf                              protFlags
@@ -67,7 +68,9 @@ refused here; use them with demo, experiment or attack.`,
 	f.Uint64Var(&o.seed, "seed", 0, "seed the noise (reproducible, NOT for deployment); default crypto-seeded")
 	f.StringVar(&o.store, "store", "sqlite:dplp-ledger.db", "budget ledger: sqlite:PATH or a postgres:// DSN")
 	f.Float64Var(&o.budget, "user-budget", math.Inf(1), "cap on each user's total eps (default: no cap)")
+	f.StringVar(&o.sampler, "sampler", "float", "float (Gumbel keys; the Beam pipeline reproduces it) or exact (base-2 mechanism with integer arithmetic: no floating-point probabilities; not for dplp-pub models)")
 	f.BoolVar(&o.fresh, "fresh", false, "sample anew even if a list was released before (charged again)")
+	f.BoolVar(&o.exposure, "track-exposure", true, "maintain per-party exposure (the coalition bound) in the ledger; --track-exposure=false skips it for large batches (per-user spending is always charged)")
 	o.qf.register(cmd, "user")
 	o.pf.register(cmd, "protect-seed")
 	o.predf.register(cmd)
@@ -86,6 +89,9 @@ func (o *recOptions) validate(cmd *cobra.Command) error {
 	}
 	if !(o.budget >= 0) {
 		return fmt.Errorf("--user-budget must be a number >= 0, got %v", o.budget)
+	}
+	if o.sampler != "float" && o.sampler != "exact" {
+		return fmt.Errorf("--sampler must be float or exact, got %q", o.sampler)
 	}
 	if cmd.Flags().Changed("sigma") {
 		return fmt.Errorf("--sigma draws marks from the private graph itself: a simulation without a guarantee, refused for releases; give --protected FILE (or use demo, experiment or attack to simulate)")
@@ -135,9 +141,12 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer st.Close()
-	opts := []release.Option{release.WithStore(st), release.WithFresh(o.fresh), release.WithCap(ledger.Cap{Eps: o.budget, Rho: math.Inf(1)})}
+	opts := []release.Option{release.WithStore(st), release.WithFresh(o.fresh), release.WithCap(ledger.Cap{Eps: o.budget, Rho: math.Inf(1)}), release.WithExposure(o.exposure)}
 	if cmd.Flags().Changed("seed") {
 		opts = append(opts, release.WithSeed(o.seed))
+	}
+	if o.sampler == "exact" {
+		opts = append(opts, release.WithExactSampler())
 	}
 	sc, err := o.predf.fit(m.Score, g, prot)
 	if err != nil {
