@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -294,5 +295,20 @@ func TestEvalLPAndEmbeddingScore(t *testing.T) {
 	}
 	if _, _, err := run(t, "eval-lp", "--graph", g, "--score", "ra", "--holdout", "0"); err == nil {
 		t.Fatal("holdout 0 accepted")
+	}
+}
+
+func TestParseApproxCap(t *testing.T) {
+	if r, err := parseApproxCap(""); err != nil || !math.IsInf(r, 1) {
+		t.Fatalf("empty: %v %v", r, err)
+	}
+	r, err := parseApproxCap("3,1e-6")
+	if err != nil || !(r > 0 && r < 3) {
+		t.Fatalf("3,1e-6: rho %v, %v", r, err)
+	}
+	for _, bad := range []string{"3", "x,1e-6", "3,0", "3,1", "-1,1e-6", "nan,1e-6", "inf,0.1"} {
+		if _, err := parseApproxCap(bad); err == nil {
+			t.Fatalf("%q accepted", bad)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dplp/dplp/accountant"
 	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/ledger"
 	"github.com/dplp/dplp/model"
@@ -20,7 +21,7 @@ import (
 // recOptions are the flags of recommend.
 type recOptions struct {
 	modelPath, graph, format, store string
-	sampler                         string
+	sampler, budgetApprox           string
 	k                               int
 	seed                            uint64
 	fresh, exposure                 bool
@@ -67,7 +68,8 @@ refused here; use them with demo, experiment or attack.`,
 	f.StringVar(&o.format, "format", "table", "output: table, csv or jsonl")
 	f.Uint64Var(&o.seed, "seed", 0, "seed the noise (reproducible, NOT for deployment); default crypto-seeded")
 	f.StringVar(&o.store, "store", "sqlite:dplp-ledger.db", "budget ledger: sqlite:PATH or a postgres:// DSN")
-	f.Float64Var(&o.budget, "user-budget", math.Inf(1), "cap on each user's total eps (default: no cap)")
+	f.Float64Var(&o.budget, "user-budget", math.Inf(1), "cap on each user's total pure eps (default: no cap)")
+	f.StringVar(&o.budgetApprox, "user-budget-approx", "", "cap each user at (EPS,DELTA)-DP under zCDP composition, e.g. 3,1e-6: converted to the largest zCDP rho that guarantees it (the ledger records each list's rho)")
 	f.StringVar(&o.sampler, "sampler", "float", "float (Gumbel keys; the Beam pipeline reproduces it) or exact (base-2 mechanism with integer arithmetic: no floating-point probabilities; not for dplp-pub models)")
 	f.BoolVar(&o.fresh, "fresh", false, "sample anew even if a list was released before (charged again)")
 	f.BoolVar(&o.exposure, "track-exposure", true, "maintain per-party exposure (the coalition bound) in the ledger; --track-exposure=false skips it for large batches (per-user spending is always charged)")
@@ -141,7 +143,11 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer st.Close()
-	opts := []release.Option{release.WithStore(st), release.WithFresh(o.fresh), release.WithCap(ledger.Cap{Eps: o.budget, Rho: math.Inf(1)}), release.WithExposure(o.exposure)}
+	rhoCap, err := parseApproxCap(o.budgetApprox)
+	if err != nil {
+		return err
+	}
+	opts := []release.Option{release.WithStore(st), release.WithFresh(o.fresh), release.WithCap(ledger.Cap{Eps: o.budget, Rho: rhoCap}), release.WithExposure(o.exposure)}
 	if cmd.Flags().Changed("seed") {
 		opts = append(opts, release.WithSeed(o.seed))
 	}
@@ -259,4 +265,22 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// parseApproxCap turns "EPS,DELTA" into the largest zCDP rho whose tight
+// conversion gives (EPS, DELTA)-DP (accountant.MaxRho); "" means no cap.
+func parseApproxCap(spec string) (float64, error) {
+	if spec == "" {
+		return math.Inf(1), nil
+	}
+	parts := strings.Split(spec, ",")
+	if len(parts) != 2 {
+		return 0, fmt.Errorf("--user-budget-approx must be EPS,DELTA (e.g. 3,1e-6), got %q", spec)
+	}
+	eps, err1 := strconv.ParseFloat(strings.TrimSpace(parts[0]), 64)
+	delta, err2 := strconv.ParseFloat(strings.TrimSpace(parts[1]), 64)
+	if err1 != nil || err2 != nil || !(eps > 0) || math.IsInf(eps, 0) || !(delta > 0 && delta < 1) {
+		return 0, fmt.Errorf("--user-budget-approx: want EPS > 0 finite and 0 < DELTA < 1, got %q", spec)
+	}
+	return accountant.MaxRho(eps, delta)
 }
