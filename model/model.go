@@ -60,11 +60,31 @@ type Model struct {
 	// lexicographic mechanism (utility h(s_pub) + f(s)). Such files no
 	// longer load (see ErrOldPublic); the field stays so that the refusal
 	// can say why.
-	H    []float64 `json:"h,omitempty"`
-	Meta Metadata  `json:"meta"`
+	H []float64 `json:"h,omitempty"`
+	// Predictor is the full base-predictor pipeline the transform was
+	// trained on (name and every option), so a release needs no predictor
+	// flags and refuses conflicting ones. Absent in files written before it
+	// existed.
+	Predictor *PredictorSpec `json:"predictor,omitempty"`
+	Meta      Metadata       `json:"meta"`
 
 	f   *transform.Table
 	lex bool
+}
+
+// PredictorSpec describes a base predictor and its options (see package
+// predict): a triad score (cn, aa, ra, jc, pa), an embedding method with its
+// link classifier, or a score file with its declared range.
+type PredictorSpec struct {
+	Name    string  `json:"name"`              // cn, aa, ..., node2vec, ..., file:PATH
+	Feature string  `json:"feature,omitempty"` // link-classifier edge feature (embeddings)
+	Dim     int     `json:"dim,omitempty"`     // embedding dimension (0: the method's default)
+	Epochs  int     `json:"epochs,omitempty"`  // gcn/prune epochs (0: default)
+	P       float64 `json:"p,omitempty"`       // node2vec return parameter
+	Q       float64 `json:"q,omitempty"`       // node2vec in-out parameter
+	Lo      float64 `json:"lo,omitempty"`      // file scores: declared range
+	Hi      float64 `json:"hi,omitempty"`
+	Seed    uint64  `json:"seed,omitempty"` // embedding and classifier seed
 }
 
 // Metadata records how the model was trained.

@@ -215,6 +215,13 @@ func TestTrainRecommendDemo(t *testing.T) {
 	if err != nil || strings.Contains(out3, "re-served") || len(strings.Fields(list(strings.Split(out3, "\n")[1]))) != 3 {
 		t.Fatalf("K = 3 after K = 5: %v\n%s", err, out3)
 	}
+	// The model records its predictor: a conflicting predictor flag is an error.
+	if raw, _ := os.ReadFile(mp); !bytes.Contains(raw, []byte(`"predictor"`)) {
+		t.Fatal("model file does not record its predictor")
+	}
+	if _, _, err := run(t, "recommend", "--model", mp, "--graph", g, "--protected", prot, "--user", "0", "--store", store, "--embed-seed", "9"); err == nil || !strings.Contains(err.Error(), "conflicts with the model") {
+		t.Fatalf("conflicting predictor flag accepted: %v", err)
+	}
 	// Marks drawn from the private graph are refused for releases.
 	if _, _, err := run(t, "recommend", "--model", mp, "--graph", g, "--sigma", "0.3", "--user", "0", "--store", store); err == nil || !strings.Contains(err.Error(), "simulation") {
 		t.Fatalf("recommend --sigma accepted: %v", err)

@@ -8,6 +8,7 @@ import (
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/linkclf"
+	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/predict"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/score"
@@ -34,6 +35,45 @@ func (f *predFlags) register(cmd *cobra.Command) {
 	fl.Float64Var(&f.lo, "lo", 0, "file:PATH scores: lower end of the declared range")
 	fl.Float64Var(&f.hi, "hi", 1, "file:PATH scores: upper end of the declared range")
 	fl.Uint64Var(&f.embedSeed, "embed-seed", 1, "embedding scores: seed of the embedding and classifier (training is deterministic: equal seeds give equal scores on any number of cores)")
+}
+
+// spec records the predictor and the flags' options in a model.
+func (f *predFlags) spec(name string) *model.PredictorSpec {
+	return &model.PredictorSpec{Name: name, Feature: f.feature, Dim: f.dim, Epochs: f.epochs, P: f.p, Q: f.q, Lo: f.lo, Hi: f.hi, Seed: f.embedSeed}
+}
+
+// fromModel sets the predictor options from the model's recorded pipeline,
+// so a release needs no predictor flags; a flag given with another value
+// than the model's is an error (the model was not built for it). A model
+// file without a recorded pipeline (older files) keeps the flags, with a
+// notice.
+func (f *predFlags) fromModel(cmd *cobra.Command, m *model.Model) error {
+	ps := m.Predictor
+	if ps == nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), "notice: this model file does not record its predictor options (written by an older dplp): using the predictor flags; retrain to record them")
+		return nil
+	}
+	if ps.Name != m.Score {
+		return fmt.Errorf("model: predictor %q does not match the model's score %q", ps.Name, m.Score)
+	}
+	fl := cmd.Flags()
+	check := func(flag string, given, recorded any) error {
+		if fl.Changed(flag) && given != recorded {
+			return fmt.Errorf("--%s %v conflicts with the model, trained with %v: drop the flag (the model records its predictor) or retrain", flag, given, recorded)
+		}
+		return nil
+	}
+	for _, c := range []error{
+		check("feature", f.feature, ps.Feature), check("dim", f.dim, ps.Dim), check("emb-epochs", f.epochs, ps.Epochs),
+		check("n2v-p", f.p, ps.P), check("n2v-q", f.q, ps.Q), check("lo", f.lo, ps.Lo), check("hi", f.hi, ps.Hi),
+		check("embed-seed", f.embedSeed, ps.Seed),
+	} {
+		if c != nil {
+			return c
+		}
+	}
+	f.feature, f.dim, f.epochs, f.p, f.q, f.lo, f.hi, f.embedSeed = ps.Feature, ps.Dim, ps.Epochs, ps.P, ps.Q, ps.Lo, ps.Hi, ps.Seed
+	return nil
 }
 
 func (f *predFlags) options(desc string) (predict.Options, error) {

@@ -154,6 +154,9 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 	if o.sampler == "exact" {
 		opts = append(opts, release.WithExactSampler())
 	}
+	if err := o.predf.fromModel(cmd, m); err != nil {
+		return fmt.Errorf("%s: %w", o.modelPath, err)
+	}
 	sc, err := o.predf.fit(m.Score, g, prot)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.modelPath, err)

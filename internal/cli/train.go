@@ -158,6 +158,7 @@ costs no privacy; privacy-model §10).`,
 			if err != nil {
 				return err
 			}
+			m.Predictor = predf.spec(spec.Name)
 			m.Meta.Dataset = fmt.Sprintf("%s: public graph, %d training queries", path, len(pairs.Queries))
 			if err := model.Save(out, m); err != nil {
 				return err
