@@ -366,37 +366,6 @@ func randomGraph(cfg *Config, r *rand.Rand) (*graph.Graph, *protect.Set, []graph
 	}
 }
 
-// toggle returns G' = G with the pairs {w, x}, x in xs, toggled.
-func toggle(n int, edges []graph.Edge, w int32, xs []int32) (*graph.Graph, error) {
-	set := make(map[graph.Edge]bool, len(edges)+len(xs))
-	for _, e := range edges {
-		set[e] = true
-	}
-	for _, x := range xs {
-		e := graph.Edge{U: min(w, x), V: max(w, x)}
-		set[e] = !set[e]
-	}
-	out := make([]graph.Edge, 0, len(set))
-	for e, ok := range set {
-		if ok {
-			out = append(out, e)
-		}
-	}
-	slices.SortFunc(out, func(a, b graph.Edge) int {
-		if a.U != b.U {
-			return int(a.U - b.U)
-		}
-		return int(a.V - b.V)
-	})
-	if len(out) == 0 {
-		// An edgeless graph is a valid neighbour; FromEdges refuses it, so
-		// keep n isolated nodes explicitly.
-		return &graph.Graph{Off: make([]int64, n+1)}, nil
-	}
-	g, _, err := graph.FromEdges(n, out, nil)
-	return g, err
-}
-
 type rowKey struct {
 	m calib.Method
 	k int
@@ -474,91 +443,59 @@ func Run(cfg Config) (*Report, error) {
 						}
 					}
 				}
-				for w := int32(0); int(w) < n; w++ {
-					if w == u {
-						continue
-					}
-					var tog []int32
-					for _, x := range p.Of(w) {
-						if x != u {
-							tog = append(tog, x)
-						}
-					}
-					for mask := 1; mask < 1<<len(tog); mask++ {
-						var xs []int32
-						for i, x := range tog {
-							if mask&(1<<i) != 0 {
-								xs = append(xs, x)
+				err = eachNeighbour(g, p, kind, u, &q, rep, func(w int32, xs []int32, q2 *query) error {
+					for mi := range cfgs {
+						plan2 := cfgs[mi].Plan(q2.info)
+						vals2 := utilities(&plan2, q2)
+						for _, d := range dists[mi] {
+							k := len(d.lists[0])
+							d2, _, err := exactDistQ(&cfgs[mi], &plan2, vals2, q2.pub, k)
+							if err != nil {
+								return err
 							}
-						}
-						g2, err := toggle(n, edges, w, xs)
-						if err != nil {
-							return nil, err
-						}
-						q2, err := buildQuery(g2, p, kind, u)
-						if err != nil {
-							return nil, err
-						}
-						rep.ScoreChecks++
-						if !slices.Equal(q.cands, q2.cands) || q.info.DeltaS != q2.info.DeltaS || q.info.SMax != q2.info.SMax {
-							rep.ScoreViolations++
-							continue
-						}
-						for i := range q.s {
-							if math.Abs(q.s[i]-q2.s[i]) > q.info.DeltaS+tol || q.pub[i] != q2.pub[i] {
-								rep.ScoreViolations++
-								break
+							bound, proven := cfgs[mi].Guarantee(k)
+							// Per-list bound: the lexicographic plan's lists cost their random picks only.
+							lb, costInvariant, err := listBound(bound, &plans[mi], &plan2, q.pub, q2.pub, k)
+							if err != nil {
+								return err
 							}
-						}
-						for mi := range cfgs {
-							plan2 := cfgs[mi].Plan(q2.info)
-							vals2 := utilities(&plan2, &q2)
-							for _, d := range dists[mi] {
-								k := len(d.lists[0])
-								d2, _, err := exactDistQ(&cfgs[mi], &plan2, vals2, q2.pub, k)
-								if err != nil {
-									return nil, err
+							key := rowKey{cfgs[mi].Method, k}
+							row := rows[key]
+							if row == nil {
+								row = &Row{Method: key.m.String(), K: k, Bound: bound, Proven: proven}
+								rows[key] = row
+							}
+							row.Cases++
+							rep.Cases++
+							worstI, worst := -1, 0.0
+							for li := range d.lists {
+								if lr := logRatio(d.logp[li], d2.logp[li]); lr > worst || worstI < 0 {
+									worst, worstI = lr, li
 								}
-								bound, proven := cfgs[mi].Guarantee(k)
-								// Per-list bound: the lexicographic plan's lists cost their random picks only.
-								lb, costInvariant, err := listBound(bound, &plans[mi], &plan2, q.pub, q2.pub, k)
-								if err != nil {
-									return nil, err
+							}
+							row.Worst = max(row.Worst, worst)
+							if worst > lb+tol*(1+lb) || !costInvariant {
+								row.Violations++
+								rep.Violations++
+							}
+							rel := relToBound(worst, lb)
+							if rel > worstRel {
+								worstRel = rel
+								rep.WorstLogRatio, rep.Bound = worst, lb
+								list := make([]int32, k)
+								for j, c := range d.lists[worstI] {
+									list[j] = q.cands[c]
 								}
-								key := rowKey{cfgs[mi].Method, k}
-								row := rows[key]
-								if row == nil {
-									row = &Row{Method: key.m.String(), K: k, Bound: bound, Proven: proven}
-									rows[key] = row
-								}
-								row.Cases++
-								rep.Cases++
-								worstI, worst := -1, 0.0
-								for li := range d.lists {
-									if lr := logRatio(d.logp[li], d2.logp[li]); lr > worst || worstI < 0 {
-										worst, worstI = lr, li
-									}
-								}
-								row.Worst = max(row.Worst, worst)
-								if worst > lb+tol*(1+lb) || !costInvariant {
-									row.Violations++
-									rep.Violations++
-								}
-								rel := relToBound(worst, lb)
-								if rel > worstRel {
-									worstRel = rel
-									rep.WorstLogRatio, rep.Bound = worst, lb
-									list := make([]int32, k)
-									for j, c := range d.lists[worstI] {
-										list[j] = q.cands[c]
-									}
-									rep.Worst = &Case{Method: key.m.String(), Score: kind.String(), K: k, Nodes: n, Edges: edges,
-										Protected: p.Pairs(), U: u, W: w, Toggled: xs, List: list,
-										LogP: finite(d.logp[worstI]), LogPPrime: finite(d2.logp[worstI]), LogRatio: worst, Bound: lb}
-								}
+								rep.Worst = &Case{Method: key.m.String(), Score: kind.String(), K: k, Nodes: n, Edges: edges,
+									Protected: p.Pairs(), U: u, W: w, Toggled: xs, List: list,
+									LogP: finite(d.logp[worstI]), LogPPrime: finite(d2.logp[worstI]), LogRatio: worst, Bound: lb}
 							}
 						}
 					}
+					return nil
+				})
+				if err != nil {
+					return nil, err
 				}
 			}
 		}

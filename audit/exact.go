@@ -116,90 +116,58 @@ func RunExact(cfg Config) (*Report, error) {
 						}
 					}
 				}
-				for w := int32(0); int(w) < n; w++ {
-					if w == u {
-						continue
+				err = eachNeighbour(g, p, kind, u, &q, rep, func(w int32, xs []int32, q2 *query) error {
+					plan2 := cc.Plan(q2.info)
+					vals2 := utilities(&plan2, q2)
+					s2, err := exact.New(cfg.Eps, plan2.Delta, nil)
+					if err != nil {
+						return err
 					}
-					var tog []int32
-					for _, x := range p.Of(w) {
-						if x != u {
-							tog = append(tog, x)
-						}
-					}
-					for mask := 1; mask < 1<<len(tog); mask++ {
-						var xs []int32
-						for i, x := range tog {
-							if mask&(1<<i) != 0 {
-								xs = append(xs, x)
-							}
-						}
-						g2, err := toggle(n, edges, w, xs)
+					for _, d := range dists {
+						k := len(d.lists[0])
+						lp2, err := s2.ListLogProbs(vals2, d.lists)
 						if err != nil {
-							return nil, err
+							return err
 						}
-						q2, err := buildQuery(g2, p, kind, u)
+						bound := float64(k) * s.EpsPerPick()
+						row := rows[k]
+						if row == nil {
+							row = &Row{Method: ExactMethod, K: k, Bound: float64(k) * cfg.Eps, Proven: true}
+							rows[k] = row
+						}
+						row.Cases++
+						rep.Cases++
+						worstI, worst := -1, 0.0
+						for li := range d.lists {
+							if lr := logRatio(d.logp[li], lp2[li]); lr > worst || worstI < 0 {
+								worst, worstI = lr, li
+							}
+						}
+						row.Worst = max(row.Worst, worst)
+						ok, err := exactRatioOK(s, vals, vals2, d.lists[worstI])
 						if err != nil {
-							return nil, err
+							return err
 						}
-						rep.ScoreChecks++
-						if !slices.Equal(q.cands, q2.cands) || q.info.DeltaS != q2.info.DeltaS || q.info.SMax != q2.info.SMax {
-							rep.ScoreViolations++
-							continue
+						if worst > bound+tol*(1+bound) || !ok {
+							row.Violations++
+							rep.Violations++
 						}
-						for i := range q.s {
-							if math.Abs(q.s[i]-q2.s[i]) > q.info.DeltaS+tol || q.pub[i] != q2.pub[i] {
-								rep.ScoreViolations++
-								break
+						if rel := relToBound(worst, bound); rel > worstRel {
+							worstRel = rel
+							rep.WorstLogRatio, rep.Bound = worst, bound
+							list := make([]int32, k)
+							for j, c := range d.lists[worstI] {
+								list[j] = q.cands[c]
 							}
-						}
-						plan2 := cc.Plan(q2.info)
-						vals2 := utilities(&plan2, &q2)
-						s2, err := exact.New(cfg.Eps, plan2.Delta, nil)
-						if err != nil {
-							return nil, err
-						}
-						for _, d := range dists {
-							k := len(d.lists[0])
-							lp2, err := s2.ListLogProbs(vals2, d.lists)
-							if err != nil {
-								return nil, err
-							}
-							bound := float64(k) * s.EpsPerPick()
-							row := rows[k]
-							if row == nil {
-								row = &Row{Method: ExactMethod, K: k, Bound: float64(k) * cfg.Eps, Proven: true}
-								rows[k] = row
-							}
-							row.Cases++
-							rep.Cases++
-							worstI, worst := -1, 0.0
-							for li := range d.lists {
-								if lr := logRatio(d.logp[li], lp2[li]); lr > worst || worstI < 0 {
-									worst, worstI = lr, li
-								}
-							}
-							row.Worst = max(row.Worst, worst)
-							ok, err := exactRatioOK(s, vals, vals2, d.lists[worstI])
-							if err != nil {
-								return nil, err
-							}
-							if worst > bound+tol*(1+bound) || !ok {
-								row.Violations++
-								rep.Violations++
-							}
-							if rel := relToBound(worst, bound); rel > worstRel {
-								worstRel = rel
-								rep.WorstLogRatio, rep.Bound = worst, bound
-								list := make([]int32, k)
-								for j, c := range d.lists[worstI] {
-									list[j] = q.cands[c]
-								}
-								rep.Worst = &Case{Method: ExactMethod, Score: kind.String(), K: k, Nodes: n, Edges: edges,
-									Protected: p.Pairs(), U: u, W: w, Toggled: xs, List: list,
-									LogP: finite(d.logp[worstI]), LogPPrime: finite(lp2[worstI]), LogRatio: worst, Bound: bound}
-							}
+							rep.Worst = &Case{Method: ExactMethod, Score: kind.String(), K: k, Nodes: n, Edges: edges,
+								Protected: p.Pairs(), U: u, W: w, Toggled: xs, List: list,
+								LogP: finite(d.logp[worstI]), LogPPrime: finite(lp2[worstI]), LogRatio: worst, Bound: bound}
 						}
 					}
+					return nil
+				})
+				if err != nil {
+					return nil, err
 				}
 			}
 		}
