@@ -12,10 +12,10 @@ import (
 	"sync/atomic"
 
 	"github.com/dplp/dplp/calib"
-	"github.com/dplp/dplp/mech"
 	"github.com/dplp/dplp/metrics"
 	"github.com/dplp/dplp/protocol"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/release"
 	"github.com/dplp/dplp/score"
 	"github.com/dplp/dplp/train"
 	"github.com/dplp/dplp/train/deploy"
@@ -101,14 +101,13 @@ func RunScorer(s *protocol.Split, sc *score.Scorer, cfg calib.Config, k int, see
 	}
 	nw := runtime.GOMAXPROCS(0)
 	type acc struct {
-		cands []int32
-		u     mech.Utilities
-		pub   []float64
-		picks []int
-		rel   []bool
-		pos   []float64
-		neg   []float64
-		_     [64]byte
+		cands  []int32
+		sv, pv []float64
+		sm     release.Sampler
+		rel    []bool
+		pos    []float64
+		neg    []float64
+		_      [64]byte
 	}
 	accs := make([]acc, nw)
 	// Per-query results, summed in query order afterwards so that the
@@ -133,34 +132,30 @@ func RunScorer(s *protocol.Split, sc *score.Scorer, cfg calib.Config, k int, see
 		plan := cfg.Plan(info)
 		zeroQ[i] = plan.Exact()
 		a.cands = s.Candidates(i, a.cands)
-		a.u.Vals = a.u.Vals[:0]
-		a.pub = a.pub[:0]
+		a.sv, a.pv = a.sv[:0], a.pv[:0]
 		a.pos, a.neg = a.pos[:0], a.neg[:0]
 		for _, v := range a.cands {
 			sv, pv := wk.At(v)
-			q := plan.Utility(sv, pv)
-			a.u.Vals = append(a.u.Vals, q)
-			a.pub = append(a.pub, pv)
-			if s.Label(i, v) {
+			a.sv, a.pv = append(a.sv, sv), append(a.pv, pv)
+			if q := plan.Utility(sv, pv); s.Label(i, v) {
 				a.pos = append(a.pos, q)
 			} else {
 				a.neg = append(a.neg, q)
 			}
 		}
-		var err error
-		a.picks, err = plan.SampleWithPub(&a.u, a.pub, k, randx.Derive(seed, uint64(i)), a.picks[:0])
+		// The release path's sampler over the evaluation candidates (no
+		// zero block: every candidate is listed).
+		in := release.UserInput{N: s.Test.N(), Cands: a.cands, S: a.sv, Pub: a.pv}
+		out, err := a.sm.Sample(&plan, &in, k, randx.Derive(seed, uint64(i)))
 		if err != nil {
 			firstErr.CompareAndSwap(nil, err)
 			return
 		}
-		if picksQ[i], err = plan.Picks(&a.u, a.pub, k); err != nil {
-			firstErr.CompareAndSwap(nil, err)
-			return
-		}
+		picksQ[i] = out.Picks
 		costQ[i] = plan.ListCost(picksQ[i])
 		a.rel = a.rel[:0]
-		for _, p := range a.picks {
-			a.rel = append(a.rel, s.Label(i, a.cands[p]))
+		for _, v := range out.IDs {
+			a.rel = append(a.rel, s.Label(i, v))
 		}
 		perQ[i] = metrics.Evaluate(a.rel, len(s.TestPos[i]), k)
 		rocQ[i] = metrics.ROCAUC(a.pos, a.neg)
