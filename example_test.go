@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 
 	"github.com/dplp/dplp"
-	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/research/gen"
 )
 
 // The whole job: a graph with protected pairs, a trained model, a durable

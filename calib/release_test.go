@@ -3,9 +3,9 @@ package calib
 import (
 	"testing"
 
-	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/research/gen"
 	"github.com/dplp/dplp/score"
 )
 

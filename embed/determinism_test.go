@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/research/gen"
 )
 
 // The same seed gives bit-identical embeddings at GOMAXPROCS 1 and 4 with

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/dplp/dplp/embed"
-	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/research/gen"
 )
 
 func TestParse(t *testing.T) {

@@ -12,14 +12,14 @@ import (
 	"testing"
 
 	"github.com/dplp/dplp/calib"
-	"github.com/dplp/dplp/evaluate"
-	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/ledger"
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/release"
+	"github.com/dplp/dplp/research/evaluate"
+	"github.com/dplp/dplp/research/gen"
 	"github.com/dplp/dplp/score"
 )
 

@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/research/gen"
 )
 
 func TestBounded(t *testing.T) {

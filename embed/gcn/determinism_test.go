@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/research/gen"
 )
 
 // GCN's parallel kernels partition rows, so the same seed gives

@@ -7,10 +7,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/dplp/dplp/attack"
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/research/attack"
 	"github.com/dplp/dplp/score"
 	"github.com/spf13/cobra"
 )

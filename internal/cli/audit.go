@@ -7,9 +7,9 @@ import (
 
 	"github.com/dplp/dplp/audit"
 	"github.com/dplp/dplp/calib"
-	"github.com/dplp/dplp/evaluate"
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/research/evaluate"
 	"github.com/dplp/dplp/score"
 	"github.com/spf13/cobra"
 )

@@ -6,7 +6,7 @@ import (
 
 	"github.com/dplp/dplp/audit"
 	"github.com/dplp/dplp/audit/endtoend"
-	"github.com/dplp/dplp/evaluate"
+	"github.com/dplp/dplp/research/evaluate"
 	"github.com/dplp/dplp/score"
 	"github.com/spf13/cobra"
 )

@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/dplp/dplp/calib"
-	"github.com/dplp/dplp/evaluate"
-	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/ledger"
 	"github.com/dplp/dplp/model"
-	"github.com/dplp/dplp/protocol"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/release"
+	"github.com/dplp/dplp/research/evaluate"
+	"github.com/dplp/dplp/research/gen"
+	"github.com/dplp/dplp/research/protocol"
 	"github.com/dplp/dplp/score"
 	"github.com/spf13/cobra"
 )

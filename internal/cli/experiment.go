@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dplp/dplp/calib"
-	"github.com/dplp/dplp/experiment"
+	"github.com/dplp/dplp/research/experiment"
 	"github.com/spf13/cobra"
 )
 

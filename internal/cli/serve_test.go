@@ -58,7 +58,7 @@ func TestServeFlags(t *testing.T) {
 // DPLP_BENCH_SERVE_ARGS (space-separated) and prints its report; skipped
 // when unset. Example:
 //
-//	DPLP_BENCH_SERVE_ARGS="--graph /work/shared/datasets/facebook.txt --k 30" go test -run TestBenchServeRun -v ./internal/cli/
+//	DPLP_BENCH_SERVE_ARGS="--graph ../shared/datasets/facebook.txt --k 30" go test -run TestBenchServeRun -v ./internal/cli/
 func TestBenchServeRun(t *testing.T) {
 	args := os.Getenv("DPLP_BENCH_SERVE_ARGS")
 	if args == "" {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dplp/dplp/evaluate"
-	"github.com/dplp/dplp/experiment"
+	"github.com/dplp/dplp/research/evaluate"
+	"github.com/dplp/dplp/research/experiment"
 	"github.com/dplp/dplp/train"
 )
 

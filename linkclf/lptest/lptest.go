@@ -23,7 +23,7 @@ func ReadEdgeList(path string) (*graph.Graph, error) {
 
 // Dataset returns the path of a shared dataset file (for example "yeast.txt"),
 // or "" when it is absent. It looks in $DPLP_DATASETS, then in
-// ../shared/datasets relative to the module root, then /work/shared/datasets.
+// ../shared/datasets relative to the module root (no absolute machine path).
 func Dataset(name string) string {
 	var dirs []string
 	if d := os.Getenv("DPLP_DATASETS"); d != "" {
@@ -34,7 +34,6 @@ func Dataset(name string) string {
 		root := filepath.Dir(filepath.Dir(filepath.Dir(file)))
 		dirs = append(dirs, filepath.Join(root, "..", "shared", "datasets"))
 	}
-	dirs = append(dirs, "/work/shared/datasets")
 	for _, d := range dirs {
 		p := filepath.Join(d, name)
 		if _, err := os.Stat(p); err == nil {

@@ -14,9 +14,9 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/dplp/dplp/experiment"
 	"github.com/dplp/dplp/metrics"
-	"github.com/dplp/dplp/plot"
+	"github.com/dplp/dplp/research/experiment"
+	"github.com/dplp/dplp/research/plot"
 )
 
 type key struct {

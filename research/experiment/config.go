@@ -28,7 +28,7 @@ import (
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/linkclf"
 	"github.com/dplp/dplp/predict"
-	"github.com/dplp/dplp/protocol"
+	"github.com/dplp/dplp/research/protocol"
 )
 
 // Config is an experiment grid. It loads from JSON (LoadConfig; keys are the

@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/dplp/dplp/calib"
-	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/research/gen"
 	"github.com/dplp/dplp/score"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/predict"
-	"github.com/dplp/dplp/protocol"
+	"github.com/dplp/dplp/research/protocol"
 )
 
 // CodeVersion is part of every cache key: bump it whenever a change to this

@@ -19,13 +19,13 @@ import (
 	"time"
 
 	"github.com/dplp/dplp/calib"
-	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/mech"
 	"github.com/dplp/dplp/metrics"
-	"github.com/dplp/dplp/plot"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/research/gen"
+	"github.com/dplp/dplp/research/plot"
 	"github.com/dplp/dplp/score"
 )
 

@@ -594,7 +594,7 @@ func TestCleanDeploymentShare(t *testing.T) {
 	}
 }
 
-const yeastPath = "../../shared/datasets/yeast.txt"
+const yeastPath = "../../../shared/datasets/yeast.txt"
 
 func loadYeast(t testing.TB) *graph.Graph {
 	t.Helper()

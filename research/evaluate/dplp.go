@@ -7,7 +7,7 @@ import (
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/protect"
-	"github.com/dplp/dplp/protocol"
+	"github.com/dplp/dplp/research/protocol"
 	"github.com/dplp/dplp/score"
 	"github.com/dplp/dplp/train"
 	"github.com/dplp/dplp/train/deploy"

@@ -8,12 +8,12 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/protect"
-	"github.com/dplp/dplp/protocol"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/research/gen"
+	"github.com/dplp/dplp/research/protocol"
 	"github.com/dplp/dplp/score"
 )
 
@@ -198,7 +198,7 @@ func TestTrainingLeakDetected(t *testing.T) {
 // --seed 7` gave different models when one protected non-edge was toggled
 // (the negative count read a full-graph degree).
 func TestTwitterTrainingRegression(t *testing.T) {
-	path := filepath.Join("..", "..", "shared", "datasets", "twitter.txt")
+	path := filepath.Join("..", "..", "..", "shared", "datasets", "twitter.txt")
 	if _, err := os.Stat(path); err != nil {
 		t.Skipf("skipping: %s not found (the paper's datasets live in ../shared/datasets beside the repository)", path)
 	}

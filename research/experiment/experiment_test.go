@@ -19,14 +19,14 @@ import (
 	"testing"
 
 	"github.com/dplp/dplp/calib"
-	"github.com/dplp/dplp/evaluate"
-	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/atomicfile"
 	"github.com/dplp/dplp/predict"
 	"github.com/dplp/dplp/protect"
-	"github.com/dplp/dplp/protocol"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/research/evaluate"
+	"github.com/dplp/dplp/research/gen"
+	"github.com/dplp/dplp/research/protocol"
 	"github.com/dplp/dplp/score"
 	"github.com/spf13/pflag"
 )

@@ -16,13 +16,13 @@ import (
 	"time"
 
 	"github.com/dplp/dplp/calib"
-	"github.com/dplp/dplp/evaluate"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/predict"
 	"github.com/dplp/dplp/protect"
-	"github.com/dplp/dplp/protocol"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/research/evaluate"
+	"github.com/dplp/dplp/research/protocol"
 	"github.com/dplp/dplp/score"
 )
 

@@ -5,10 +5,10 @@ import (
 
 	"github.com/dplp/dplp/audit"
 	"github.com/dplp/dplp/calib"
-	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/protect"
-	"github.com/dplp/dplp/protocol"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/research/gen"
+	"github.com/dplp/dplp/research/protocol"
 	"github.com/dplp/dplp/score"
 )
 

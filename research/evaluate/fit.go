@@ -4,11 +4,11 @@ import (
 	"math/rand/v2"
 
 	"github.com/dplp/dplp/calib"
-	"github.com/dplp/dplp/gen"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/protect"
-	"github.com/dplp/dplp/protocol"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/research/gen"
+	"github.com/dplp/dplp/research/protocol"
 	"github.com/dplp/dplp/score"
 	"github.com/dplp/dplp/train/deploy"
 )

@@ -13,9 +13,9 @@ import (
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/metrics"
-	"github.com/dplp/dplp/protocol"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/release"
+	"github.com/dplp/dplp/research/protocol"
 	"github.com/dplp/dplp/score"
 	"github.com/dplp/dplp/train"
 	"github.com/dplp/dplp/train/deploy"

@@ -14,8 +14,8 @@ import (
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/internal/atomicfile"
 	"github.com/dplp/dplp/metrics"
-	"github.com/dplp/dplp/plot"
-	"github.com/dplp/dplp/protocol"
+	"github.com/dplp/dplp/research/plot"
+	"github.com/dplp/dplp/research/protocol"
 )
 
 // Row is one object of results.json: the cell's configuration followed by
