@@ -144,6 +144,10 @@ type Store interface {
 	// Latest returns the newest release of (user, model, k): the list to
 	// serve again at no cost (re-serving is post-processing).
 	Latest(ctx context.Context, user, model string, k int) (Release, bool, error)
+	// LatestBatch is Latest for many users at once (one query per chunk of
+	// users): the newest release of (user, model, k) for every user that
+	// has one. Batch releases use it instead of one lookup per user.
+	LatestBatch(ctx context.Context, users []string, model string, k int) (map[string]Release, error)
 	// Budget returns the user's totals (zero for an unknown user).
 	Budget(ctx context.Context, user string) (Spend, error)
 	// Users returns the totals of every user with at least one release,

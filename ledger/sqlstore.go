@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -254,6 +255,39 @@ func (s *sqlStore) Latest(ctx context.Context, user, model string, k int) (Relea
 		return Release{}, false, err
 	}
 	return rel, true, nil
+}
+
+func (s *sqlStore) LatestBatch(ctx context.Context, users []string, model string, k int) (map[string]Release, error) {
+	out := make(map[string]Release)
+	const chunk = 500
+	for lo := 0; lo < len(users); lo += chunk {
+		part := users[lo:min(lo+chunk, len(users))]
+		args := make([]any, 0, len(part)+2)
+		args = append(args, model, k)
+		for _, u := range part {
+			args = append(args, u)
+		}
+		q := "SELECT " + releaseCols + " FROM releases WHERE model = ? AND k = ? AND user_id IN (?" + strings.Repeat(", ?", len(part)-1) + ") ORDER BY id"
+		err := s.b.read(ctx, func(qr querier) error {
+			rs, err := qr.query(ctx, q, args...)
+			if err != nil {
+				return err
+			}
+			defer rs.Close()
+			for rs.Next() {
+				rel, err := scanRelease(rs)
+				if err != nil {
+					return err
+				}
+				out[rel.User] = rel // ascending id: the newest wins
+			}
+			return rs.Err()
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func (s *sqlStore) Budget(ctx context.Context, user string) (Spend, error) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -678,4 +679,45 @@ func BenchmarkCharge(b *testing.B) {
 			}
 		})
 	}
+}
+
+// LatestBatch returns, for every user with a release of (model, k), the
+// newest one, exactly as Latest does user by user.
+func TestLatestBatch(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		ctx := context.Background()
+		s := fx.open(t)
+		var users []string
+		for i := 0; i < 1203; i++ { // more than one chunk
+			users = append(users, fmt.Sprintf("u%04d", i))
+		}
+		for i, u := range users {
+			if i%3 == 0 {
+				continue // no release
+			}
+			for j := 0; j < 1+i%2; j++ {
+				r := testRelease(u, fmt.Sprintf("t%d", j), 0.25)
+				if _, _, err := s.Charge(ctx, r, Unlimited); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		got, err := s.LatestBatch(ctx, users, testRelease("x", "", 0).Model, testRelease("x", "", 0).K)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range users {
+			want, ok, err := s.Latest(ctx, u, testRelease("x", "", 0).Model, testRelease("x", "", 0).K)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, gok := got[u]
+			if ok != gok || (ok && (g.ID != want.ID || !slices.Equal(g.List, want.List))) {
+				t.Fatalf("user %s: batch %+v (%v), single %+v (%v)", u, g, gok, want, ok)
+			}
+		}
+		if len(got) != 802 {
+			t.Fatalf("%d users with releases, want 802", len(got))
+		}
+	})
 }

@@ -416,13 +416,21 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 func (r *Recommender) window(ctx context.Context, users []int32, k int, nw int) ([]Result, error) {
 	res := make([]Result, len(users))
 	todo := make([]int, 0, len(users))
+	var prevs map[string]ledger.Release
+	if r.store != nil && !r.fresh {
+		labels := make([]string, len(users))
+		for i, u := range users {
+			labels[i] = r.g.Label(u)
+		}
+		var err error
+		if prevs, err = r.store.LatestBatch(ctx, labels, r.modelID, k); err != nil {
+			return nil, err
+		}
+	}
 	for i, u := range users {
 		res[i] = Result{User: r.g.Label(u), K: k, Seeded: r.seed != nil}
-		if r.store != nil && !r.fresh {
-			prev, ok, err := r.store.Latest(ctx, res[i].User, r.modelID, k)
-			if err != nil {
-				return nil, err
-			}
+		if prevs != nil {
+			prev, ok := prevs[res[i].User]
 			if ok {
 				res[i].List = prev.List
 				res[i].ReleaseID = prev.ID
