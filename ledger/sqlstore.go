@@ -145,11 +145,10 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 		// write lock already (BEGIN IMMEDIATE).
 		spends := make(map[string]*spendRow, len(sorted))
 		for _, u := range sorted {
-			if err := q.exec(ctx, "INSERT INTO spend (user_id) VALUES (?) ON CONFLICT (user_id) DO NOTHING", u); err != nil {
-				return err
-			}
+			// One statement creates the row if needed, locks it (PostgreSQL:
+			// the conflicting upsert takes the row lock) and reads it.
 			sp := &spendRow{}
-			if err := q.queryRow(ctx, "SELECT spent, rho, releases, seeded FROM spend WHERE user_id = ?"+s.b.forUpdate(), u).
+			if err := q.queryRow(ctx, "INSERT INTO spend (user_id) VALUES (?) ON CONFLICT (user_id) DO UPDATE SET user_id = excluded.user_id RETURNING spent, rho, releases, seeded", u).
 				Scan(&sp.spent, &sp.rho, &sp.releases, &sp.seeded); err != nil {
 				return err
 			}
