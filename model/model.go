@@ -11,7 +11,7 @@
 // but any change to its content is detected. The checksum detects
 // corruption (truncation, flipped bytes, a careless hand edit), not
 // deliberate edits: it is not a signature, and a file edited with its
-// checksum recomputed loads like any other (only the invariants New and
+// checksum recomputed loads like any other (only the invariants Compile and
 // Load check, such as a monotone table, still apply). Protect model files
 // you deploy like code: by file permissions or a signature kept elsewhere.
 package model
@@ -26,10 +26,11 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/dplp/dplp/internal/atomicfile"
-	"github.com/dplp/dplp/train"
 	"github.com/dplp/dplp/transform"
 )
 
@@ -48,14 +49,45 @@ var (
 	ErrOldPublic = errors.New("model: this dplp-pub model has a public transform h (utility h(s_pub) + f(s), trained before the lexicographic DPLP-pub mechanism); retrain it with `dplp train --variant dplp-pub` (the new model has f only and ranks by s_pub exactly)")
 )
 
+// Variant names the DPLP variant a model's transform was trained for (the
+// trainer's variant names, as stored in model files).
+type Variant string
+
+// The variants.
+const (
+	VariantDPLP    Variant = "dplp"     // f = UMNN on the power basis
+	VariantLin     Variant = "lin"      // f = power basis alone (DPLP-Lin)
+	VariantUMNN    Variant = "umnn"     // f = UMNN on raw x (DPLP-UMNN)
+	VariantDPLPPub Variant = "dplp-pub" // lexicographic: rank by s_pub exactly, f within ties
+)
+
+// ParseVariant accepts a variant name in any case and with surrounding
+// spaces: "dplp", "lin" or "dplp-lin", "umnn" or "dplp-umnn", "dplp-pub".
+func ParseVariant(s string) (Variant, error) {
+	switch l := strings.ToLower(strings.TrimSpace(s)); l {
+	case "dplp-lin":
+		return VariantLin, nil
+	case "dplp-umnn":
+		return VariantUMNN, nil
+	case string(VariantDPLP), string(VariantLin), string(VariantUMNN), string(VariantDPLPPub):
+		return Variant(l), nil
+	}
+	return "", fmt.Errorf("model: unknown variant %q (want dplp, lin or dplp-lin, umnn or dplp-umnn, dplp-pub)", s)
+}
+
+// Lexicographic reports whether releases with the variant rank by the
+// public score exactly and apply the exponential mechanism on f(s) only
+// within groups of equal s_pub (dplp-pub; docs/privacy-model.md §11).
+func (v Variant) Lexicographic() bool { return v == VariantDPLPPub }
+
 // Model is a deployable transform. Utility and Delta are safe for
 // concurrent use.
 type Model struct {
-	Score   string    `json:"score"`   // base score name, e.g. "aa"
-	Variant string    `json:"variant"` // train.Variant
-	EpsP    float64   `json:"eps_p"`   // eps_p the transform was trained for
-	Grid    int       `json:"grid"`    // table points over x = s/S_max in [0, 1]
-	F       []float64 `json:"f"`       // table of f
+	Score   string    `json:"score"` // base score name, e.g. "aa"
+	Variant Variant   `json:"variant"`
+	EpsP    float64   `json:"eps_p"` // eps_p the transform was trained for
+	Grid    int       `json:"grid"`  // table points over x = s/S_max in [0, 1]
+	F       []float64 `json:"f"`     // table of f
 	// H is the public transform h of dplp-pub models written before the
 	// lexicographic mechanism (utility h(s_pub) + f(s)). Such files no
 	// longer load (see ErrOldPublic); the field stays so that the refusal
@@ -89,54 +121,91 @@ type PredictorSpec struct {
 
 // Metadata records how the model was trained.
 type Metadata struct {
-	Config         train.Config `json:"config"`
-	Epochs         int          `json:"epochs"` // epochs run
-	BestEpoch      int          `json:"best_epoch"`
-	HeldOutAUC     *float64     `json:"held_out_auc,omitempty"` // at BestEpoch; absent without held-out data
-	EarlyStopped   bool         `json:"early_stopped"`
-	TrainQueries   int          `json:"train_queries"`
-	SkippedQueries int          `json:"skipped_queries"`
-	Seed           *uint64      `json:"seed,omitempty"` // absent: crypto-seeded run
-	Dataset        string       `json:"dataset"`        // free-form description of the training data
-	Created        time.Time    `json:"created"`
+	// Config is the trainer's configuration as recorded (for models
+	// trained by package train, its train.Config as JSON). It is kept
+	// verbatim (compacted), so files from any trainer version load
+	// unchanged.
+	Config         json.RawMessage `json:"config"`
+	Epochs         int             `json:"epochs"` // epochs run
+	BestEpoch      int             `json:"best_epoch"`
+	HeldOutAUC     *float64        `json:"held_out_auc,omitempty"` // at BestEpoch; absent without held-out data
+	EarlyStopped   bool            `json:"early_stopped"`
+	TrainQueries   int             `json:"train_queries"`
+	SkippedQueries int             `json:"skipped_queries"`
+	Seed           *uint64         `json:"seed,omitempty"` // absent: crypto-seeded run
+	Dataset        string          `json:"dataset"`        // free-form description of the training data
+	Created        time.Time       `json:"created"`
 }
 
-// Info is what New needs beyond the training result.
+// Info is what Compile needs beyond the fit.
 type Info struct {
 	Score   string
 	Dataset string
-	Seed    *uint64   // the seed of a seeded run, nil otherwise
-	Grid    int       // table points; 0 = transform.DefaultGrid
+	Seed    *uint64 // the seed of a seeded run, nil otherwise
+	// Grid is the number of table points. Trainers compile their table with
+	// it (0 = transform.DefaultGrid); Compile checks it against len(Fit.F)
+	// when it is set.
+	Grid    int
 	Created time.Time // zero = now
 }
 
-// New compiles res into a model. The table is normalised so that
-// f(0) = 0 and f(1) = 1: adding a constant to a utility or scaling it by a positive
-// factor changes neither the mechanism's distribution (it samples from
-// q/Delta_q) nor the exact top-K, so this only makes files comparable.
-func New(res *train.Result, info Info) (*Model, error) {
-	if res == nil || res.F == nil {
-		return nil, errors.New("model: no trained transform")
+// Fit is what a trainer produces: the transform f already compiled to a
+// monotone table and how it was obtained. Package train's results become a
+// Fit in train/deploy (deploy.Compile); this package does not depend on the
+// trainer.
+type Fit struct {
+	Variant Variant
+	EpsP    float64 // eps_p the transform was trained for
+	// F is the table of f at the grid points x = i/(len(F)-1), i = 0..len(F)-1
+	// (as transform.Compile produces it: finite and non-decreasing).
+	F []float64
+	// H is the table of a public transform h. No model has one (dplp-pub
+	// ranks by s_pub exactly): Compile refuses a non-nil H.
+	H []float64
+	// Config is the trainer's configuration as recorded (JSON), stored
+	// verbatim in Metadata.Config. Empty is stored as null.
+	Config         json.RawMessage
+	Epochs         int     // epochs run
+	BestEpoch      int     // the epoch kept
+	HeldOutAUC     float64 // at BestEpoch; NaN when there was no held-out data
+	EarlyStopped   bool
+	TrainQueries   int
+	SkippedQueries int
+}
+
+// Compile builds a model from a trainer's fit. The table is normalised so
+// that f(0) = 0 and f(1) = 1: adding a constant to a utility or scaling it
+// by a positive factor changes neither the mechanism's distribution (it
+// samples from q/Delta_q) nor the exact top-K, so this only makes files
+// comparable. fit.F is not modified.
+func Compile(fit Fit, info Info) (*Model, error) {
+	if fit.H != nil {
+		return nil, fmt.Errorf("model: variant %s: a public transform h is not part of any model (dplp-pub ranks by s_pub exactly)", fit.Variant)
 	}
-	if res.H != nil {
-		return nil, fmt.Errorf("model: variant %s: a public transform h is not part of any model (dplp-pub ranks by s_pub exactly)", res.Config.Variant)
-	}
-	if eps := res.Config.Eps; !(eps > 0) || math.IsInf(eps, 0) {
+	if eps := fit.EpsP; !(eps > 0) || math.IsInf(eps, 0) {
 		return nil, fmt.Errorf("model: eps_p = %v cannot be stored (want positive and finite)", eps)
 	}
-	grid := info.Grid
-	if grid == 0 {
-		grid = transform.DefaultGrid
+	if fit.F == nil {
+		return nil, errors.New("model: no trained transform")
 	}
-	ft, _, err := res.Tables(grid)
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
+	if info.Grid != 0 && info.Grid != len(fit.F) {
+		return nil, fmt.Errorf("model: grid %d with %d f values", info.Grid, len(fit.F))
 	}
-	fv := ft.Values()
-	if R := fv[len(fv)-1] - fv[0]; R > 0 {
-		f0 := fv[0]
-		for i := range fv {
-			fv[i] = (fv[i] - f0) / R
+	cfg := fit.Config
+	if len(cfg) > 0 {
+		var b bytes.Buffer
+		if err := json.Compact(&b, cfg); err != nil {
+			return nil, fmt.Errorf("model: training configuration: %w", err)
+		}
+		cfg = b.Bytes()
+	}
+	fv := slices.Clone(fit.F)
+	if n := len(fv); n > 0 {
+		if R := fv[n-1] - fv[0]; R > 0 {
+			f0 := fv[0]
+			for i := range fv {
+				fv[i] = (fv[i] - f0) / R
+			}
 		}
 	}
 	created := info.Created
@@ -145,26 +214,23 @@ func New(res *train.Result, info Info) (*Model, error) {
 	}
 	m := &Model{
 		Score:   info.Score,
-		Variant: string(res.Config.Variant),
-		EpsP:    res.Config.Eps,
-		Grid:    grid,
+		Variant: fit.Variant,
+		EpsP:    fit.EpsP,
+		Grid:    len(fv),
 		F:       fv,
 		Meta: Metadata{
-			Config:         res.Config,
-			BestEpoch:      res.BestEpoch,
-			EarlyStopped:   res.EarlyStopped,
-			TrainQueries:   res.TrainQueries,
-			SkippedQueries: res.SkippedQueries,
+			Config:         cfg,
+			Epochs:         fit.Epochs,
+			BestEpoch:      fit.BestEpoch,
+			EarlyStopped:   fit.EarlyStopped,
+			TrainQueries:   fit.TrainQueries,
+			SkippedQueries: fit.SkippedQueries,
 			Seed:           info.Seed,
 			Dataset:        info.Dataset,
 			Created:        created.UTC().Round(0),
 		},
 	}
-	m.Meta.Config.OnEpoch = nil // not data
-	if n := len(res.History); n > 0 {
-		m.Meta.Epochs = res.History[n-1].Epoch
-	}
-	if a := res.BestAUC; !math.IsNaN(a) && !math.IsInf(a, 0) {
+	if a := fit.HeldOutAUC; !math.IsNaN(a) && !math.IsInf(a, 0) {
 		m.Meta.HeldOutAUC = &a
 	}
 	if err := m.init(); err != nil {
@@ -175,9 +241,12 @@ func New(res *train.Result, info Info) (*Model, error) {
 
 // init validates the exported fields and builds the tables.
 func (m *Model) init() error {
-	v, err := train.ParseVariant(m.Variant)
+	v, err := ParseVariant(string(m.Variant))
 	if err != nil {
 		return err
+	}
+	if v != m.Variant {
+		return fmt.Errorf("model: variant %q is not in canonical form (want %q)", m.Variant, v)
 	}
 	if !(m.EpsP > 0) || math.IsInf(m.EpsP, 0) {
 		return fmt.Errorf("model: eps_p = %v", m.EpsP)
@@ -186,7 +255,7 @@ func (m *Model) init() error {
 		return fmt.Errorf("model: grid %d with %d f values", m.Grid, len(m.F))
 	}
 	if m.H != nil {
-		if v.Public() {
+		if v.Lexicographic() {
 			return ErrOldPublic
 		}
 		return fmt.Errorf("model: variant %s with a public table h", v)
@@ -194,7 +263,7 @@ func (m *Model) init() error {
 	if m.f, err = transform.NewTable(m.F); err != nil {
 		return fmt.Errorf("model: f: %w", err)
 	}
-	m.lex = v.Public()
+	m.lex = v.Lexicographic()
 	return nil
 }
 
@@ -336,6 +405,14 @@ func Load(path string) (*Model, error) {
 	}
 	if sum != env.SHA256 {
 		return nil, fmt.Errorf("%w: %s", ErrChecksum, path)
+	}
+	if len(m.Meta.Config) > 0 {
+		// As Compile stores it (the checksum covers the compact form).
+		var b bytes.Buffer
+		if err := json.Compact(&b, m.Meta.Config); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, path, err)
+		}
+		m.Meta.Config = b.Bytes()
 	}
 	if err := m.init(); err != nil {
 		if errors.Is(err, ErrOldPublic) {

@@ -19,7 +19,7 @@ import (
 //
 //	go test -run XXX -fuzz FuzzLoad -fuzztime 60s ./model
 func FuzzLoad(f *testing.F) {
-	m := &Model{Score: "aa", Variant: string(train.DPLPPub), EpsP: 0.5, Grid: 3,
+	m := &Model{Score: "aa", Variant: VariantDPLPPub, EpsP: 0.5, Grid: 3,
 		F: []float64{0, 0.25, 1}}
 	dir := f.TempDir()
 	good := filepath.Join(dir, "good.json")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,10 +50,33 @@ func trained(t *testing.T, v train.Variant) *train.Result {
 	return res
 }
 
+// fitOf is what train/deploy's Compile makes of a training result (that
+// package imports this one, so the tests redo the conversion).
+func fitOf(t *testing.T, res *train.Result, grid int) Fit {
+	t.Helper()
+	ft, _, err := res.Tables(grid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := res.Config
+	cfg.OnEpoch = nil
+	conf, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit := Fit{Variant: Variant(res.Config.Variant), EpsP: res.Config.Eps, F: ft.Values(), Config: conf,
+		BestEpoch: res.BestEpoch, HeldOutAUC: res.BestAUC, EarlyStopped: res.EarlyStopped,
+		TrainQueries: res.TrainQueries, SkippedQueries: res.SkippedQueries}
+	if n := len(res.History); n > 0 {
+		fit.Epochs = res.History[n-1].Epoch
+	}
+	return fit
+}
+
 func newModel(t *testing.T, v train.Variant) *Model {
 	t.Helper()
 	seed := uint64(42)
-	m, err := New(trained(t, v), Info{Score: "aa", Dataset: "synthetic <test>", Seed: &seed, Grid: 201,
+	m, err := Compile(fitOf(t, trained(t, v), 201), Info{Score: "aa", Dataset: "synthetic <test>", Seed: &seed, Grid: 201,
 		Created: time.Date(2024, 5, 6, 7, 8, 9, 123, time.FixedZone("x", 3600))})
 	if err != nil {
 		t.Fatal(err)
@@ -84,10 +108,14 @@ func TestRoundTrip(t *testing.T) {
 			}
 		}
 		if got.Meta.Seed == nil || *got.Meta.Seed != 42 || got.Meta.Dataset != "synthetic <test>" ||
-			got.Meta.Created.Location() != time.UTC || got.Meta.HeldOutAUC == nil || got.Meta.Config.Variant != v {
+			got.Meta.Created.Location() != time.UTC || got.Meta.HeldOutAUC == nil {
 			t.Errorf("%s: metadata %+v", v, got.Meta)
 		}
-		if got.Public() != v.Public() {
+		var cfg train.Config
+		if err := json.Unmarshal(got.Meta.Config, &cfg); err != nil || cfg.Variant != v || cfg.Epochs != 2 || !reflect.DeepEqual(cfg.Hidden, []int{5}) {
+			t.Errorf("%s: recorded config %s (%v)", v, got.Meta.Config, err)
+		}
+		if got.Variant != Variant(v) || got.Public() != v.Public() || got.Variant.Lexicographic() != v.Public() {
 			t.Errorf("%s: Public %v", v, got.Public())
 		}
 	}
@@ -182,7 +210,7 @@ func TestInvalidContentRejected(t *testing.T) {
 
 func TestUtilityAndDelta(t *testing.T) {
 	res := trained(t, train.DPLPPub)
-	m, err := New(res, Info{Score: "cn", Grid: 301})
+	m, err := Compile(fitOf(t, res, 301), Info{Score: "cn", Grid: 301})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,27 +256,140 @@ func TestUtilityAndDelta(t *testing.T) {
 	}
 }
 
-func TestNewRejects(t *testing.T) {
-	res := trained(t, train.Lin)
-	if _, err := New(nil, Info{}); err == nil {
-		t.Error("nil result accepted")
+func TestCompileRejects(t *testing.T) {
+	good := fitOf(t, trained(t, train.Lin), transform.DefaultGrid)
+	orig := slices.Clone(good.F)
+	m, err := Compile(good, Info{})
+	if err != nil || m.Grid != transform.DefaultGrid || len(m.F) != transform.DefaultGrid {
+		t.Fatalf("default grid: %v %v", m, err)
 	}
-	bad := *res
-	bad.Config.Eps = math.Inf(1)
-	if _, err := New(&bad, Info{}); err == nil {
-		t.Error("infinite eps accepted")
+	if !slices.Equal(good.F, orig) {
+		t.Error("Compile modified fit.F")
 	}
-	bad = *res
-	bad.H = res.F
-	if _, err := New(&bad, Info{}); err == nil {
-		t.Error("a public transform h accepted")
+	if m.Meta.Epochs != good.Epochs || m.Meta.TrainQueries != good.TrainQueries || m.Meta.HeldOutAUC == nil || *m.Meta.HeldOutAUC != good.HeldOutAUC {
+		t.Errorf("metadata %+v from %+v", m.Meta, good)
 	}
-	if _, err := New(res, Info{Grid: 1}); err == nil {
-		t.Error("grid 1 accepted")
+	noAUC := good
+	noAUC.HeldOutAUC = math.NaN()
+	if m, err := Compile(noAUC, Info{}); err != nil || m.Meta.HeldOutAUC != nil {
+		t.Errorf("NaN held-out AUC: %v, %v", m, err)
 	}
-	m, err := New(res, Info{})
-	if err != nil || m.Grid != transform.DefaultGrid {
-		t.Errorf("default grid: %v %v", m, err)
+	for _, c := range []struct {
+		name string
+		edit func(*Fit, *Info)
+		want string
+	}{
+		{"no table", func(f *Fit, _ *Info) { f.F = nil }, "no trained transform"},
+		{"infinite eps", func(f *Fit, _ *Info) { f.EpsP = math.Inf(1) }, "cannot be stored"},
+		{"NaN eps", func(f *Fit, _ *Info) { f.EpsP = math.NaN() }, "cannot be stored"},
+		{"zero eps", func(f *Fit, _ *Info) { f.EpsP = 0 }, "cannot be stored"},
+		{"public table", func(f *Fit, _ *Info) { f.H = f.F }, "public transform h"},
+		{"public table first", func(f *Fit, _ *Info) { f.H, f.EpsP, f.F = []float64{}, -1, nil }, "public transform h"},
+		{"grid 1", func(f *Fit, _ *Info) { f.F = f.F[:1] }, "grid 1"},
+		{"grid mismatch", func(_ *Fit, i *Info) { i.Grid = 7 }, "grid 7"},
+		{"decreasing", func(f *Fit, _ *Info) { f.F = []float64{0, 2, 1} }, "model: f:"},
+		{"NaN value", func(f *Fit, _ *Info) { f.F = []float64{0, math.NaN(), 1} }, "model: f:"},
+		{"unknown variant", func(f *Fit, _ *Info) { f.Variant = "dplp-x" }, "unknown variant"},
+		{"alias variant", func(f *Fit, _ *Info) { f.Variant = "dplp-lin" }, "canonical"},
+		{"bad config", func(f *Fit, _ *Info) { f.Config = json.RawMessage(`{"variant":`) }, "configuration"},
+	} {
+		fit, info := good, Info{}
+		fit.F = slices.Clone(good.F)
+		c.edit(&fit, &info)
+		if m, err := Compile(fit, info); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, %v; want an error with %q", c.name, m, err, c.want)
+		}
+	}
+}
+
+func TestParseVariant(t *testing.T) {
+	for in, want := range map[string]Variant{
+		"dplp": VariantDPLP, "DPLP": VariantDPLP, " dplp\t": VariantDPLP,
+		"lin": VariantLin, "dplp-lin": VariantLin, "DPLP-Lin": VariantLin,
+		"umnn": VariantUMNN, "UMNN": VariantUMNN, "dplp-umnn": VariantUMNN,
+		"dplp-pub": VariantDPLPPub, "DPLP-PUB ": VariantDPLPPub,
+	} {
+		if got, err := ParseVariant(in); err != nil || got != want {
+			t.Errorf("ParseVariant(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "pub", "lin-dplp", "dplp_pub", "umnn-dplp", "dplp-"} {
+		if got, err := ParseVariant(in); err == nil {
+			t.Errorf("ParseVariant(%q) = %q, want an error", in, got)
+		}
+	}
+	for _, v := range train.Variants() {
+		if got, err := ParseVariant(string(v)); err != nil || string(got) != string(v) || got.Lexicographic() != v.Public() {
+			t.Errorf("trainer variant %s: %q, %v", v, got, err)
+		}
+	}
+}
+
+// TestOldFileLoads: a file written when Metadata.Config was train.Config
+// (testdata, from `dplp train ... --variant dplp --eps 0.5 --epochs 2`)
+// loads unchanged: same checksum, hence same ID, and the configuration
+// decodes as before.
+func TestOldFileLoads(t *testing.T) {
+	const path = "testdata/dplp-before-rawconfig.json"
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env envelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		t.Fatal(err)
+	}
+	m, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Variant != VariantDPLP || m.EpsP != 0.5 || m.Grid != 1001 || m.Public() || m.F[0] != 0 || m.F[1000] != 1 {
+		t.Errorf("loaded %s %v grid %d public %v", m.Variant, m.EpsP, m.Grid, m.Public())
+	}
+	if id, err := m.ID(); err != nil || id != "model:"+env.SHA256[:16] {
+		t.Errorf("ID %q, %v; the file's checksum is %s", id, err, env.SHA256)
+	}
+	var cfg train.Config
+	if err := json.Unmarshal(m.Meta.Config, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Variant != train.DPLP || cfg.Eps != 0.5 || cfg.Epochs != 2 || cfg.AdamEps != 1e-8 || !reflect.DeepEqual(cfg.Hidden, []int{20}) {
+		t.Errorf("config %+v", cfg)
+	}
+	if !json.Valid(m.Meta.Config) || bytes.ContainsAny(m.Meta.Config, " \n") {
+		t.Errorf("config not compact: %s", m.Meta.Config)
+	}
+	// Saved again, it is the same content.
+	out := filepath.Join(t.TempDir(), "m.json")
+	if err := Save(out, m); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := os.ReadFile(out)
+	var env2 envelope
+	if err := json.Unmarshal(again, &env2); err != nil || env2.SHA256 != env.SHA256 {
+		t.Errorf("re-saved checksum %s, want %s (%v)", env2.SHA256, env.SHA256, err)
+	}
+	if !bytes.Equal(again, data) {
+		t.Error("re-saved file differs from the original")
+	}
+
+	// A hand-written file of the same era: the config object, indented and
+	// with keys the current trainer does not know, is kept verbatim.
+	hand := &Model{Score: "cn", Variant: VariantLin, EpsP: 1, Grid: 2, F: []float64{0, 1},
+		Meta: Metadata{Config: json.RawMessage(`{ "variant": "lin", "eps_p": 1, "retired_option": [1, 2] }`)}}
+	sum, body, err := checksum(hand)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.MarshalIndent(envelope{FormatVersion: FormatVersion, Model: body, SHA256: sum}, "", "  ")
+	p := filepath.Join(t.TempDir(), "hand.json")
+	_ = os.WriteFile(p, raw, 0o644)
+	got, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Meta.Config) != `{"variant":"lin","eps_p":1,"retired_option":[1,2]}` {
+		t.Errorf("config %s", got.Meta.Config)
 	}
 }
 
@@ -257,7 +398,7 @@ func TestNewRejects(t *testing.T) {
 // saying how to retrain; the same file without h loads as a lexicographic
 // model.
 func TestOldPublicModelRefused(t *testing.T) {
-	m := &Model{Score: "aa", Variant: string(train.DPLPPub), EpsP: 0.5, Grid: 3, F: []float64{0, 0.25, 1}}
+	m := &Model{Score: "aa", Variant: VariantDPLPPub, EpsP: 0.5, Grid: 3, F: []float64{0, 0.25, 1}}
 	path := filepath.Join(t.TempDir(), "m.json")
 	if err := Save(path, m); err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ func writeModel(t *testing.T, dir, score string, eps float64) string {
 func writeModelVariant(t *testing.T, dir, score, variant string, eps float64) string {
 	t.Helper()
 	path := filepath.Join(dir, "model-"+score+"-"+variant+".json")
-	m := &model.Model{Score: score, Variant: variant, EpsP: eps, Grid: 6, F: []float64{0, 0.35, 0.55, 0.7, 0.85, 1}}
+	m := &model.Model{Score: score, Variant: model.Variant(variant), EpsP: eps, Grid: 6, F: []float64{0, 0.35, 0.55, 0.7, 0.85, 1}}
 	if err := model.Save(path, m); err != nil {
 		t.Fatal(err)
 	}

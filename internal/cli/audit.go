@@ -107,7 +107,7 @@ moves by at most the eps the ledger charges for it.`,
 					if !cmd.Flags().Changed("eps") {
 						cfg.Eps = m.EpsP // audit the model at the eps it releases at
 					}
-					cfg.Label = "model " + modelPath + " (" + m.Variant + ")"
+					cfg.Label = "model " + modelPath + " (" + string(m.Variant) + ")"
 					break
 				}
 				v, err := evaluate.ParseVariant(variant)

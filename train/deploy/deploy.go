@@ -12,7 +12,10 @@
 package deploy
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -26,6 +29,7 @@ import (
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/score"
 	"github.com/dplp/dplp/train"
+	"github.com/dplp/dplp/transform"
 )
 
 // SampleConfig controls Sample.
@@ -316,11 +320,63 @@ func Model(pr *Pairs, sc *score.Scorer, name, variant string, eps float64, opt O
 	if ds == "" {
 		ds = "deployment training"
 	}
-	m, err := model.New(res, model.Info{Score: name, Dataset: fmt.Sprintf("%s, %d training queries", ds, len(tr)), Seed: &sd})
+	m, err := Compile(res, model.Info{Score: name, Dataset: fmt.Sprintf("%s, %d training queries", ds, len(tr)), Seed: &sd})
 	if err != nil {
 		return nil, sum, err
 	}
 	return m, sum, nil
+}
+
+// Compile compiles a training result into a deployable model
+// (model.Compile): it tabulates res's transform on info.Grid points
+// (0: transform.DefaultGrid; res.Tables makes the table exactly monotone)
+// and records res.Config (without OnEpoch) and the run's statistics in the
+// model's metadata.
+func Compile(res *train.Result, info model.Info) (*model.Model, error) {
+	if res == nil || res.F == nil {
+		return nil, errors.New("model: no trained transform")
+	}
+	grid := info.Grid
+	if grid == 0 {
+		grid = transform.DefaultGrid
+	}
+	cfg := res.Config
+	cfg.OnEpoch = nil // not data
+	conf, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("model: encode training configuration: %w", err)
+	}
+	fit := model.Fit{
+		Variant:        model.Variant(res.Config.Variant),
+		EpsP:           res.Config.Eps,
+		Config:         conf,
+		BestEpoch:      res.BestEpoch,
+		HeldOutAUC:     res.BestAUC,
+		EarlyStopped:   res.EarlyStopped,
+		TrainQueries:   res.TrainQueries,
+		SkippedQueries: res.SkippedQueries,
+	}
+	if n := len(res.History); n > 0 {
+		fit.Epochs = res.History[n-1].Epoch
+	}
+	eps := res.Config.Eps
+	ft, ht, err := res.Tables(grid)
+	if err != nil && res.H == nil && eps > 0 && !math.IsInf(eps, 0) {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	// Otherwise model.Compile reports the public transform or the bad
+	// eps_p first, as it checks them before the table.
+	if ft != nil {
+		fit.F = ft.Values()
+	}
+	if res.H != nil {
+		fit.H = []float64{}
+		if ht != nil {
+			fit.H = ht.Values()
+		}
+	}
+	info.Grid = grid
+	return model.Compile(fit, info)
 }
 
 // Spec is what Train trains: the deployment path in one call.
