@@ -340,10 +340,14 @@ func Compile(res *train.Result, info model.Info) (*model.Model, error) {
 	if grid == 0 {
 		grid = transform.DefaultGrid
 	}
+	// model.Compile rejects a public transform and a bad eps_p before it
+	// looks at the table or the configuration: leave those errors to it.
+	eps := res.Config.Eps
+	early := res.H != nil || !(eps > 0) || math.IsInf(eps, 0)
 	cfg := res.Config
 	cfg.OnEpoch = nil // not data
 	conf, err := json.Marshal(cfg)
-	if err != nil {
+	if err != nil && !early {
 		return nil, fmt.Errorf("model: encode training configuration: %w", err)
 	}
 	fit := model.Fit{
@@ -359,13 +363,10 @@ func Compile(res *train.Result, info model.Info) (*model.Model, error) {
 	if n := len(res.History); n > 0 {
 		fit.Epochs = res.History[n-1].Epoch
 	}
-	eps := res.Config.Eps
 	ft, ht, err := res.Tables(grid)
-	if err != nil && res.H == nil && eps > 0 && !math.IsInf(eps, 0) {
+	if err != nil && !early {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	// Otherwise model.Compile reports the public transform or the bad
-	// eps_p first, as it checks them before the table.
 	if ft != nil {
 		fit.F = ft.Values()
 	}
