@@ -16,7 +16,7 @@ func newExperimentCmd() *cobra.Command {
 	var flags *experiment.Flags
 	cmd := &cobra.Command{
 		Use:   "experiment [--preset table1|table1-emb|theory | --config FILE] [grid flags] [--out DIR]",
-		Short: "Run a grid of experiments: datasets x scores x methods x eps x sigma x K x seeds",
+		Short: "Run a grid of experiments: datasets x scores x methods x eps (or budgets) x sigma x K x seeds",
 		Long: `Runs the paper's protocol over a grid of cells (dataset, score, method,
 calibration, protocol, eps_p, sigma, K, seed). For each split (dataset, protocol,
 sigma, seed) it holds out test pairs, draws protection marks, trains DPLP's
@@ -33,7 +33,12 @@ node2vec, deepwalk, line, gcn, prune, struc2vec, file:PATH). Presets: table1
 table1-emb (the same for the six embedding predictors; slow) and theory
 (latent-space checks of the paper's Section 5). Results of --calibration reference do NOT meet the stated guarantee.
 Methods lin and umnn are accepted for dplp-lin and dplp-umnn. eps_p values
-must lie in [1e-06, 1e+06]. Output files are replaced atomically and must be
+must lie in [1e-06, 1e+06]. Instead of --eps (per pick), --budget gives the
+budget per list: pure:EPS (eps_p = EPS/K) or approx:EPS,DELTA (the largest
+eps_p whose K picks compose to (EPS, DELTA)-DP under zCDP, accountant's
+MaxEpsPerPick); each cell then also records its budget (key and column
+budget) next to the derived eps_p. DPLP-pub is charged only for its random
+picks, so its spend is at most the budget. Output files are replaced atomically and must be
 regular files. Everything is seeded (seeds 0..N-1) and reproducible: embedding
 predictors train deterministically, so equal seeds give equal results on any
 number of cores.`,

@@ -62,6 +62,11 @@ type Config struct {
 	Protocols []string `json:"protocols"`
 	// Eps are the eps_p values (per pick), each in [MinEps, MaxEps].
 	Eps []float64 `json:"eps"`
+	// Budgets, when given, replace Eps: per-list budgets "pure:E" (eps_p =
+	// E/K) or "approx:E,D" (eps_p = accountant.MaxEpsPerPick(E, D, 1, K)),
+	// from which eps_p is derived for each K (see Budget). Give eps or
+	// budgets, not both.
+	Budgets []string `json:"budgets,omitempty"`
 	// Sigma are the fractions of edges protected, each in [0, 1].
 	Sigma []float64 `json:"sigma"`
 	// K are the list lengths, each >= 1.
@@ -206,6 +211,16 @@ func LoadConfig(path string) (Config, error) {
 			cfg.Scores[i] = "file:" + filepath.Join(dir, f)
 		}
 	}
+	if len(cfg.Budgets) > 0 {
+		// Budgets replace the default eps axis; eps given too is an error
+		// (Validate).
+		var keys map[string]json.RawMessage
+		if json.Unmarshal(data, &keys) == nil {
+			if _, ok := keys["eps"]; !ok {
+				cfg.Eps = nil
+			}
+		}
+	}
 	if cfg.Theory != nil {
 		cfg.Theory.fill()
 	}
@@ -321,6 +336,7 @@ type plan struct {
 	methods  []methodSpec
 	cals     []calib.Calibration
 	prots    []protocol.Kind
+	budgets  []Budget // parsed Config.Budgets; when non-empty they replace Config.Eps
 }
 
 // Validate checks the configuration and reports every problem found.
@@ -428,8 +444,37 @@ func (c *Config) parse(checkFiles bool) (*plan, error) {
 		p.prots = append(p.prots, k)
 		return err
 	})
-	if len(c.Eps) == 0 {
-		bad("no eps values given")
+	switch {
+	case len(c.Eps) == 0 && len(c.Budgets) == 0:
+		bad("no eps values or budgets given")
+	case len(c.Eps) > 0 && len(c.Budgets) > 0:
+		bad("give eps values (per pick) or budgets (per list), not both")
+	}
+	budgetSeen := map[string]string{}
+	for _, s := range c.Budgets {
+		b, err := ParseBudget(s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if prev, ok := budgetSeen[b.String()]; ok {
+			bad("budgets %q and %q are the same budget %s", prev, s, b)
+			continue
+		}
+		budgetSeen[b.String()] = s
+		p.budgets = append(p.budgets, b)
+		for _, k := range c.K {
+			if k < 1 {
+				continue // reported below
+			}
+			e, err := b.EpsPerPick(k)
+			if err == nil {
+				err = CheckEps(e)
+			}
+			if err != nil {
+				bad("budget %s at k %d: %v", b, k, err)
+			}
+		}
 	}
 	for _, e := range c.Eps {
 		if err := CheckEps(e); err != nil {

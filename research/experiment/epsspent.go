@@ -15,7 +15,7 @@ import (
 // public-only. Empty when no row has the column (cells cached before it
 // existed). A list rather than a table, so that the summary's tables stay
 // one per setting.
-func epsSpentTable(p *plan, rows []Row, prot, cal string, eps, sigma float64, k int) string {
+func epsSpentTable(p *plan, rows []Row, prot, cal string, eps float64, budget string, sigma float64, k int) string {
 	vals := map[aggKey][]float64{}
 	for i := range rows {
 		if rows[i].EpsSpent != nil {
@@ -28,7 +28,7 @@ func epsSpentTable(p *plan, rows []Row, prot, cal string, eps, sigma float64, k 
 		for _, pr := range p.preds {
 			var parts []string
 			for _, m := range p.methods {
-				v := vals[aggKey{ds, pr.name, m.name, cal, prot, eps, sigma, k}]
+				v := vals[aggKey{ds, pr.name, m.name, cal, prot, eps, budget, sigma, k}]
 				if len(v) == 0 {
 					continue
 				}
@@ -42,6 +42,10 @@ func epsSpentTable(p *plan, rows []Row, prot, cal string, eps, sigma float64, k 
 	}
 	if b.Len() == 0 {
 		return ""
+	}
+	if budget != "" {
+		return fmt.Sprintf("Mean eps spent per list (`eps_spent`, pure composition of the charged picks; K x eps_p = %.4g; "+
+			"under the budget's own accounting a full list costs %s):\n\n%s\n", float64(k)*eps, budget, b.String())
 	}
 	return fmt.Sprintf("Mean eps spent per list (`eps_spent`; K x eps_p = %s):\n\n%s\n", fmtF(float64(k)*eps), b.String())
 }

@@ -36,6 +36,7 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.StringSliceVar(&c.Protocols, "protocol", d.Protocols, "protocols: clean, reference, deployment")
 	fs.StringSliceVar(&c.Calibrations, "calibration", d.Calibrations, "calibrations: rigorous, reference (reproduction only; does NOT meet the guarantee)")
 	fs.Var(newFloats(&c.Eps, d.Eps), "eps", "eps_p values (per pick), each in [1e-06, 1e+06]")
+	fs.Var(&budgetList{p: &c.Budgets}, "budget", "per-list budgets replacing --eps: pure:EPS (eps_p = EPS/K) or approx:EPS,DELTA (largest eps_p whose K picks are (EPS, DELTA)-DP under zCDP); comma-separated, repeatable")
 	fs.Var(newFloats(&c.Sigma, d.Sigma), "sigma", "fractions of edges protected, each in [0,1]")
 	fs.IntSliceVar(&c.K, "k", d.K, "list lengths K, each >= 1")
 	fs.IntVar(&c.Seeds, "seeds", d.Seeds, "repetitions (seeds 0..N-1)")
@@ -128,7 +129,19 @@ func (f *Flags) Config() (Config, error) {
 	set("method", func() { cfg.Methods = c.Methods })
 	set("protocol", func() { cfg.Protocols = c.Protocols })
 	set("calibration", func() { cfg.Calibrations = c.Calibrations })
-	set("eps", func() { cfg.Eps = c.Eps })
+	changed := func(name string) bool { fl := f.fs.Lookup(name); return fl != nil && fl.Changed }
+	set("eps", func() {
+		cfg.Eps = c.Eps
+		if !changed("budget") {
+			cfg.Budgets = nil // --eps replaces a configuration's budgets
+		}
+	})
+	set("budget", func() {
+		cfg.Budgets = c.Budgets
+		if !changed("eps") {
+			cfg.Eps = nil // --budget replaces the eps axis
+		}
+	})
 	set("sigma", func() { cfg.Sigma = c.Sigma })
 	set("k", func() { cfg.K = c.K })
 	set("seeds", func() { cfg.Seeds = c.Seeds })

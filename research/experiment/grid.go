@@ -59,6 +59,7 @@ type cell struct {
 	cal    calib.Calibration
 	prot   protocol.Kind
 	eps    float64
+	budget string // canonical Budget; "" when eps was given directly
 	sigma  float64
 	k      int
 	seed   int
@@ -77,6 +78,7 @@ type cellKey struct {
 	Calibration  string  `json:"calibration"`
 	Protocol     string  `json:"protocol"`
 	Eps          float64 `json:"eps"`
+	Budget       string  `json:"budget,omitempty"`
 	Sigma        float64 `json:"sigma"`
 	K            int     `json:"k"`
 	Seed         int     `json:"seed"`
@@ -143,27 +145,63 @@ func derivedSeed(parts ...any) uint64 {
 	return binary.LittleEndian.Uint64(h[:8])
 }
 
+// axis is the eps axis: the budgets when given (eps_p derived per K),
+// otherwise the eps values (budget "").
+type axisEntry struct {
+	eps    float64
+	budget *Budget
+}
+
+func (p *plan) axis() []axisEntry {
+	if len(p.budgets) > 0 {
+		out := make([]axisEntry, len(p.budgets))
+		for i := range p.budgets {
+			out[i] = axisEntry{budget: &p.budgets[i]}
+		}
+		return out
+	}
+	out := make([]axisEntry, len(p.cfg.Eps))
+	for i, e := range p.cfg.Eps {
+		out[i] = axisEntry{eps: e}
+	}
+	return out
+}
+
+// at is the entry's eps_p and budget string at list length k.
+func (a axisEntry) at(k int) (float64, string) {
+	if a.budget == nil {
+		return a.eps, ""
+	}
+	e, err := a.budget.EpsPerPick(k)
+	if err != nil {
+		panic(err) // checked by parse
+	}
+	return e, a.budget.String()
+}
+
 // expand lists the cells in output order (dataset, predictor, method,
-// calibration, protocol, eps, sigma, k, seed). The reference calibration
+// calibration, protocol, eps or budget, sigma, k, seed). The reference calibration
 // only exists with the reference protocol (its per-query count a(u) is
 // computed there); other combinations with it are skipped and reported.
 func (p *plan) expand() (cells []cell, skipped int) {
 	c := &p.cfg
+	axis := p.axis()
 	for ds := range p.datasets {
 		for _, pr := range p.preds {
 			for _, m := range p.methods {
 				for _, cal := range p.cals {
 					for _, prot := range p.prots {
 						if cal == calib.Reference && prot != protocol.Reference {
-							skipped += len(c.Eps) * len(c.Sigma) * len(c.K) * c.Seeds
+							skipped += len(axis) * len(c.Sigma) * len(c.K) * c.Seeds
 							continue
 						}
-						for _, eps := range c.Eps {
+						for _, a := range axis {
 							for _, sigma := range c.Sigma {
 								for _, k := range c.K {
+									eps, budget := a.at(k)
 									for seed := 0; seed < c.Seeds; seed++ {
 										cells = append(cells, cell{ds: ds, pred: pr, method: m, cal: cal,
-											prot: prot, eps: eps, sigma: sigma, k: k, seed: seed})
+											prot: prot, eps: eps, budget: budget, sigma: sigma, k: k, seed: seed})
 									}
 								}
 							}
@@ -181,13 +219,13 @@ func (p *plan) key(c cell, graphSHA string) cellKey {
 	k := cellKey{
 		Version: CodeVersion, Dataset: p.datasets[c.ds], GraphSHA: graphSHA,
 		Score: c.pred.name, Method: c.method.name, Calibration: c.cal.String(),
-		Protocol: c.prot.String(), Eps: c.eps, Sigma: c.sigma, K: c.k, Seed: c.seed,
+		Protocol: c.prot.String(), Eps: c.eps, Budget: c.budget, Sigma: c.sigma, K: c.k, Seed: c.seed,
 		NonEdgeFrac: p.cfg.NonEdgeFrac, MaxNegatives: p.cfg.MaxNegatives,
 		Predictor: p.predKey(c.pred),
 	}
 	switch {
 	case c.method.epsFree():
-		k.Eps, k.Calibration = 0, "-"
+		k.Eps, k.Budget, k.Calibration = 0, "", "-"
 	case c.method.power > 0:
 		k.Calibration = calib.Rigorous.String()
 	}

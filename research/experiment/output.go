@@ -27,9 +27,13 @@ type Row struct {
 	Calibration string  `json:"calibration"`
 	Protocol    string  `json:"protocol"`
 	Eps         float64 `json:"eps"`
-	Sigma       float64 `json:"sigma"`
-	K           int     `json:"k"`
-	Seed        int     `json:"seed"`
+	// Budget is the per-list budget the cell's eps_p was derived from
+	// ("pure:3", "approx:3,1e-06"; see Budget); absent when eps_p was given
+	// directly.
+	Budget string  `json:"budget,omitempty"`
+	Sigma  float64 `json:"sigma"`
+	K      int     `json:"k"`
+	Seed   int     `json:"seed"`
 	Result
 }
 
@@ -69,14 +73,14 @@ func ReadResults(path string) ([]Row, error) {
 
 func (p *plan) row(c cell, r *Result) Row {
 	return Row{Dataset: p.datasets[c.ds], Score: c.pred.name, Method: c.method.name,
-		Calibration: c.cal.String(), Protocol: c.prot.String(), Eps: c.eps, Sigma: c.sigma,
+		Calibration: c.cal.String(), Protocol: c.prot.String(), Eps: c.eps, Budget: c.budget, Sigma: c.sigma,
 		K: c.k, Seed: c.seed, Result: *r}
 }
 
 // csvHeader are the columns of results.csv, in results.json's key order.
 var csvHeader = []string{"dataset", "score", "method", "calibration", "protocol", "eps", "sigma", "k", "seed",
 	"auc_at_k", "precision_at_k", "recall_at_k", "ndcg_at_k", "map_at_k", "mrr", "hits_at_k", "queries",
-	"roc_auc", "zero_noise_queries", "seconds", "train_seconds", "held_out_auc", "eps_spent"}
+	"roc_auc", "zero_noise_queries", "seconds", "train_seconds", "held_out_auc", "eps_spent", "budget"}
 
 // fmtF formats a configuration value (eps, sigma, a power) in the shortest
 // form that reads back exactly; method names such as power:A use it too.
@@ -101,7 +105,7 @@ func (r *Row) csv() []string {
 	return []string{r.Dataset, r.Score, r.Method, r.Calibration, r.Protocol, fmtF(r.Eps), fmtF(r.Sigma),
 		strconv.Itoa(r.K), strconv.Itoa(r.Seed), fmtM(r.AUC), fmtM(r.Precision), fmtM(r.Recall), fmtM(r.NDCG),
 		fmtM(r.MAP), fmtM(r.MRR), fmtM(r.Hits), strconv.Itoa(r.Queries), fmtPtr(r.ROCAUC),
-		strconv.Itoa(r.ZeroNoise), fmtM(r.Seconds), ts, fmtPtr(r.HeldOutAUC), fmtPtr(r.EpsSpent)}
+		strconv.Itoa(r.ZeroNoise), fmtM(r.Seconds), ts, fmtPtr(r.HeldOutAUC), fmtPtr(r.EpsSpent), r.Budget}
 }
 
 // writeJSON writes v as indented JSON to path (atomically, see writeAtomic).
@@ -159,12 +163,14 @@ func writeOutputs(out string, p *plan, rows []Row, skipped int, lg *logger) erro
 // aggKey identifies a cell up to its seed.
 type aggKey struct {
 	ds, score, method, cal, prot string
-	eps, sigma                   float64
+	eps                          float64
+	budget                       string
+	sigma                        float64
 	k                            int
 }
 
 func rowAgg(r *Row) aggKey {
-	return aggKey{r.Dataset, r.Score, r.Method, r.Calibration, r.Protocol, r.Eps, r.Sigma, r.K}
+	return aggKey{r.Dataset, r.Score, r.Method, r.Calibration, r.Protocol, r.Eps, r.Budget, r.Sigma, r.K}
 }
 
 // stat is a mean over seeds with its 95% CI half-width.
@@ -225,6 +231,14 @@ func summary(p *plan, rows []Row, skipped int, figs []string) string {
 			"Embeddings are fitted per split on the test graph for evaluation and on the public training graph for " +
 			"DPLP-family training.\n\n")
 	}
+	if len(p.budgets) > 0 {
+		b.WriteString("Budgets are per released list: `pure:E` gives eps_p = E/K per pick (basic composition of pure DP); " +
+			"`approx:E,D` gives the largest eps_p whose K picks are (E, D)-DP under zCDP (each pick of the exponential " +
+			"mechanism is eps_p-bounded-range, hence eps_p^2/8-zCDP; tight conversion to (eps, delta), " +
+			"accountant.MaxEpsPerPick), which is larger than E/K. The exponential mechanism and DPLP spend exactly the " +
+			"budget; the lexicographic DPLP-pub is charged only for its random picks (positions fixed by the public " +
+			"scores are free), so its actual spend is at most the budget; public-only and non-private do not depend on it.\n\n")
+	}
 	hasRef := slices.Contains(p.cals, calib.Reference)
 	if hasRef {
 		fmt.Fprintf(&b, "**%s.** Rows with calibration `reference` do not meet the guarantee; they exist only to compare "+
@@ -241,10 +255,16 @@ func summary(p *plan, rows []Row, skipped int, figs []string) string {
 			if !validCombo(cal, prot) {
 				continue
 			}
-			for _, eps := range c.Eps {
+			for _, a := range p.axis() {
 				for _, sigma := range c.Sigma {
 					for _, k := range c.K {
-						fmt.Fprintf(&b, "## protocol %s, calibration %s, eps_p = %s, sigma = %s, K = %d\n\n", prot, cal, fmtF(eps), fmtF(sigma), k)
+						eps, budget := a.at(k)
+						if budget == "" {
+							fmt.Fprintf(&b, "## protocol %s, calibration %s, eps_p = %s, sigma = %s, K = %d\n\n", prot, cal, fmtF(eps), fmtF(sigma), k)
+						} else {
+							fmt.Fprintf(&b, "## protocol %s, calibration %s, budget %s per list (eps_p = %.6g per pick), sigma = %s, K = %d\n\n",
+								prot, cal, budget, eps, fmtF(sigma), k)
+						}
 						switch {
 						case cal == calib.Reference:
 							b.WriteString("*Reference calibration: does NOT meet the protected-pair DP guarantee.*\n\n")
@@ -253,9 +273,9 @@ func summary(p *plan, rows []Row, skipped int, figs []string) string {
 								"training pairs scored on graphs with protected edges), so NO method here carries the stated " +
 								"guarantee, whatever the calibration; the numbers are for comparison with the paper only.*\n\n")
 						}
-						b.WriteString(table(p, agg, prot.String(), cal.String(), eps, sigma, k))
+						b.WriteString(table(p, agg, prot.String(), cal.String(), eps, budget, sigma, k))
 						b.WriteString("\n")
-						b.WriteString(epsSpentTable(p, rows, prot.String(), cal.String(), eps, sigma, k))
+						b.WriteString(epsSpentTable(p, rows, prot.String(), cal.String(), eps, budget, sigma, k))
 					}
 				}
 			}
@@ -279,7 +299,7 @@ func displays(ps []predictor) []string {
 }
 
 // table renders one Table 1-shaped markdown table.
-func table(p *plan, agg map[aggKey]stat, prot, cal string, eps, sigma float64, k int) string {
+func table(p *plan, agg map[aggKey]stat, prot, cal string, eps float64, budget string, sigma float64, k int) string {
 	var b strings.Builder
 	b.WriteString("| dataset | score |")
 	for _, m := range p.methods {
@@ -296,7 +316,7 @@ func table(p *plan, agg map[aggKey]stat, prot, cal string, eps, sigma float64, k
 			cells := make([]stat, len(p.methods))
 			best := -1
 			for i, m := range p.methods {
-				cells[i] = agg[aggKey{ds, sc, m.name, cal, prot, eps, sigma, k}]
+				cells[i] = agg[aggKey{ds, sc, m.name, cal, prot, eps, budget, sigma, k}]
 				if m.mech != calib.NonPrivate && cells[i].n > 0 && (best < 0 || cells[i].mean > cells[best].mean) {
 					best = i
 				}
@@ -373,7 +393,7 @@ func writePlots(out string, p *plan, rows []Row) ([]string, error) {
 								f := &plot.Figure{Title: fmt.Sprintf("%s, %s: AUC@%d vs eps_p (sigma=%v, %s/%s)", ds, disp, k, sigma, ps, cs),
 									XLabel: "eps_p", YLabel: fmt.Sprintf("AUC@%d", k), LogX: eps[len(eps)-1]/eps[0] >= 20}
 								for _, m := range nonPower {
-									if s, ok := series(m.name, eps, func(e float64) stat { return agg[aggKey{ds, sc, m.name, cs, ps, e, sigma, k}] }); ok {
+									if s, ok := series(m.name, eps, func(e float64) stat { return agg[aggKey{ds, sc, m.name, cs, ps, e, "", sigma, k}] }); ok {
 										f.Series = append(f.Series, s)
 									}
 								}
@@ -387,7 +407,7 @@ func writePlots(out string, p *plan, rows []Row) ([]string, error) {
 								f := &plot.Figure{Title: fmt.Sprintf("%s, %s: AUC@%d vs sigma (eps_p=%v, %s/%s)", ds, disp, k, e, ps, cs),
 									XLabel: "sigma (fraction of protected edges)", YLabel: fmt.Sprintf("AUC@%d", k)}
 								for _, m := range nonPower {
-									if s, ok := series(m.name, sigmas, func(sg float64) stat { return agg[aggKey{ds, sc, m.name, cs, ps, e, sg, k}] }); ok {
+									if s, ok := series(m.name, sigmas, func(sg float64) stat { return agg[aggKey{ds, sc, m.name, cs, ps, e, "", sg, k}] }); ok {
 										f.Series = append(f.Series, s)
 									}
 								}
@@ -413,7 +433,7 @@ func writePlots(out string, p *plan, rows []Row) ([]string, error) {
 								XLabel: "a", YLabel: fmt.Sprintf("AUC@%d", k), LogX: as[len(as)-1]/as[0] >= 20}
 							for _, ds := range p.datasets {
 								if s, ok := series(ds, as, func(a float64) stat {
-									return agg[aggKey{ds, sc, "power:" + fmtF(a), cs, ps, e, sigma, k}]
+									return agg[aggKey{ds, sc, "power:" + fmtF(a), cs, ps, e, "", sigma, k}]
 								}); ok {
 									f.Series = append(f.Series, s)
 								}

@@ -176,7 +176,7 @@ func run(ctx context.Context, cfg Config, out string, logw io.Writer, h hooks) e
 		x, y := a.c, b.c
 		return cmp.Or(cmp.Compare(x.ds, y.ds), cmp.Compare(x.prot, y.prot), cmp.Compare(x.sigma, y.sigma),
 			cmp.Compare(x.seed, y.seed), cmp.Compare(predIdx[x.pred.name], predIdx[y.pred.name]), cmp.Compare(methodIdx[x.method.name], methodIdx[y.method.name]),
-			cmp.Compare(x.cal, y.cal), cmp.Compare(x.eps, y.eps), cmp.Compare(x.k, y.k))
+			cmp.Compare(x.cal, y.cal), cmp.Compare(x.eps, y.eps), cmp.Compare(x.budget, y.budget), cmp.Compare(x.k, y.k))
 	})
 	bar := progress.New(int64(len(todo)), "experiment")
 	r := &runner{p: p, h: h, out: out, lg: lg, bar: bar, total: len(todo)}
@@ -458,8 +458,12 @@ func (r *runner) one(split *protocol.Split, u *unit, scorer func(cell, string) (
 }
 
 func (r *runner) describe(c cell) string {
-	return fmt.Sprintf("%s %s %s %s/%s eps=%v sigma=%v k=%d seed=%d", r.p.datasets[c.ds], c.pred.display(), c.method.name,
-		c.prot, c.cal, c.eps, c.sigma, c.k, c.seed)
+	b := ""
+	if c.budget != "" {
+		b = " budget=" + c.budget
+	}
+	return fmt.Sprintf("%s %s %s %s/%s eps=%v%s sigma=%v k=%d seed=%d", r.p.datasets[c.ds], c.pred.display(), c.method.name,
+		c.prot, c.cal, c.eps, b, c.sigma, c.k, c.seed)
 }
 
 func finitePtr(x float64) *float64 {
