@@ -6,6 +6,7 @@ package plot
 import (
 	"errors"
 	"fmt"
+	"github.com/dplp/dplp/internal/atomicfile"
 	"io"
 	"math"
 	"os"
@@ -82,16 +83,18 @@ func (f *Figure) Save(base string) error {
 	return writeFile(base+".svg", svg)
 }
 
+// writeFile writes a figure atomically (internal/atomicfile: temporary
+// file, fsync, rename; a symbolic link, device, directory or pipe at path is
+// refused, never replaced or written through).
 func writeFile(path string, w io.WriterTo) error {
-	f, err := os.Create(path)
-	if err != nil {
+	err := atomicfile.Write(path, func(f io.Writer) error {
+		_, err := w.WriteTo(f)
 		return err
-	}
-	if _, err := w.WriteTo(f); err != nil {
-		f.Close()
+	})
+	if err != nil {
 		return fmt.Errorf("plot: %s: %w", path, err)
 	}
-	return f.Close()
+	return nil
 }
 
 // errXY adapts a series to plotter's XYer and YErrorer.

@@ -53,3 +53,24 @@ func TestErrors(t *testing.T) {
 		}
 	}
 }
+
+// A symbolic link or a device at the target is refused, never written
+// through or replaced.
+func TestSaveRefusesNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, "other.png")
+	if err := os.WriteFile(other, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := filepath.Join(dir, "fig")
+	if err := os.Symlink(other, base+".png"); err != nil {
+		t.Skip("no symlinks:", err)
+	}
+	f := &Figure{Title: "t", XLabel: "x", YLabel: "y", Series: []Series{{Name: "a", X: []float64{0, 1}, Y: []float64{0, 1}}}}
+	if err := f.Save(base); err == nil {
+		t.Fatal("a symbolic link target was accepted")
+	}
+	if b, _ := os.ReadFile(other); string(b) != "keep" {
+		t.Fatal("the link's target was overwritten")
+	}
+}
