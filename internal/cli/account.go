@@ -3,18 +3,24 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/dplp/dplp/accountant"
 	"github.com/spf13/cobra"
 )
 
+// accountOptions holds the flag values of the account command.
+type accountOptions struct {
+	k, lists    int
+	epsP, delta float64
+	target      float64
+	asJSON      bool
+
+	hasTarget bool // set by validate: --target-eps was given
+}
+
 func newAccountCmd() *cobra.Command {
-	var (
-		k, lists    int
-		epsP, delta float64
-		target      float64
-		asJSON      bool
-	)
+	o := &accountOptions{}
 	cmd := &cobra.Command{
 		Use:   "account --k K (--eps-p E | --target-eps T) [--lists N] [--delta D] [--json]",
 		Short: "Privacy cost of N lists of K picks: pure, zCDP and (eps, delta) accountings",
@@ -33,72 +39,89 @@ that eps_p. --json prints one object with keys pure_eps, zcdp_rho, approx_eps
 (and eps_p with --target-eps). See docs/ACCOUNTING.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if k < 1 {
-				return fmt.Errorf("--k must be >= 1, got %d", k)
-			}
-			if lists < 1 {
-				return fmt.Errorf("--lists must be >= 1, got %d", lists)
-			}
-			if !(delta > 0 && delta < 1) {
-				return fmt.Errorf("--delta must be in (0,1), got %v", delta)
-			}
-			hasEps, hasTarget := cmd.Flags().Changed("eps-p"), cmd.Flags().Changed("target-eps")
-			switch {
-			case hasEps && hasTarget:
-				return fmt.Errorf("give either --eps-p or --target-eps, not both")
-			case !hasEps && !hasTarget:
-				return fmt.Errorf("give --eps-p E (cost of a release) or --target-eps T (largest eps_p meeting T)")
-			}
-			out := cmd.OutOrStdout()
-			if hasTarget {
-				if err := checkPos("target-eps", target); err != nil {
-					return err
-				}
-				e, err := accountant.MaxEpsPerPick(target, delta, lists, k)
-				if err != nil {
-					return err
-				}
-				s, err := accountant.Account(accountant.Release{Lists: lists, K: k, EpsP: e}, delta)
-				if err != nil {
-					return err
-				}
-				if asJSON {
-					return json.NewEncoder(out).Encode(struct {
-						EpsP float64 `json:"eps_p"`
-						accountant.Summary
-					}{e, s})
-				}
-				fmt.Fprintf(out, "largest eps_p per pick for %d list(s) of %d picks to be (%g, %g)-DP:\n", lists, k, target, delta)
-				fmt.Fprintf(out, "eps_p       %.6g  (pure composition alone allows %.6g)\n", e, target/float64(lists*k))
-				printAccount(out, s, delta)
-				return nil
-			}
-			if err := checkEps("eps-p", epsP, k); err != nil {
+			if err := o.validate(cmd); err != nil {
 				return err
 			}
-			s, err := accountant.Account(accountant.Release{Lists: lists, K: k, EpsP: epsP}, delta)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return json.NewEncoder(out).Encode(s)
-			}
-			fmt.Fprintf(out, "%d list(s) of %d picks at eps_p %g per pick:\n", lists, k, epsP)
-			printAccount(out, s, delta)
-			return nil
+			return o.run(cmd.OutOrStdout())
 		},
 	}
-	f := cmd.Flags()
-	f.IntVar(&k, "k", 30, "picks per list (K)")
-	f.IntVar(&lists, "lists", 1, "number of lists released to one user (N)")
-	f.Float64Var(&epsP, "eps-p", 0, "eps per pick")
-	f.Float64Var(&delta, "delta", 1e-6, "delta of the (eps, delta) guarantee, in (0,1)")
-	f.Float64Var(&target, "target-eps", 0, "find the largest eps_p per pick meeting this (eps, --delta) target")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	o.register(cmd)
 	return cmd
 }
 
-func printAccount(out interface{ Write([]byte) (int, error) }, s accountant.Summary, delta float64) {
+func (o *accountOptions) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.IntVar(&o.k, "k", 30, "picks per list (K)")
+	f.IntVar(&o.lists, "lists", 1, "number of lists released to one user (N)")
+	f.Float64Var(&o.epsP, "eps-p", 0, "eps per pick")
+	f.Float64Var(&o.delta, "delta", 1e-6, "delta of the (eps, delta) guarantee, in (0,1)")
+	f.Float64Var(&o.target, "target-eps", 0, "find the largest eps_p per pick meeting this (eps, --delta) target")
+	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
+}
+
+func (o *accountOptions) validate(cmd *cobra.Command) error {
+	if o.k < 1 {
+		return fmt.Errorf("--k must be >= 1, got %d", o.k)
+	}
+	if o.lists < 1 {
+		return fmt.Errorf("--lists must be >= 1, got %d", o.lists)
+	}
+	if !(o.delta > 0 && o.delta < 1) {
+		return fmt.Errorf("--delta must be in (0,1), got %v", o.delta)
+	}
+	hasEps, hasTarget := cmd.Flags().Changed("eps-p"), cmd.Flags().Changed("target-eps")
+	switch {
+	case hasEps && hasTarget:
+		return fmt.Errorf("give either --eps-p or --target-eps, not both")
+	case !hasEps && !hasTarget:
+		return fmt.Errorf("give --eps-p E (cost of a release) or --target-eps T (largest eps_p meeting T)")
+	}
+	o.hasTarget = hasTarget
+	if hasTarget {
+		return checkPos("target-eps", o.target)
+	}
+	return checkEps("eps-p", o.epsP, o.k)
+}
+
+func (o *accountOptions) run(out io.Writer) error {
+	if o.hasTarget {
+		return o.runTarget(out)
+	}
+	s, err := accountant.Account(accountant.Release{Lists: o.lists, K: o.k, EpsP: o.epsP}, o.delta)
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		return json.NewEncoder(out).Encode(s)
+	}
+	fmt.Fprintf(out, "%d list(s) of %d picks at eps_p %g per pick:\n", o.lists, o.k, o.epsP)
+	printAccount(out, s, o.delta)
+	return nil
+}
+
+// runTarget prints the largest eps_p meeting --target-eps and its accounting.
+func (o *accountOptions) runTarget(out io.Writer) error {
+	e, err := accountant.MaxEpsPerPick(o.target, o.delta, o.lists, o.k)
+	if err != nil {
+		return err
+	}
+	s, err := accountant.Account(accountant.Release{Lists: o.lists, K: o.k, EpsP: e}, o.delta)
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		return json.NewEncoder(out).Encode(struct {
+			EpsP float64 `json:"eps_p"`
+			accountant.Summary
+		}{e, s})
+	}
+	fmt.Fprintf(out, "largest eps_p per pick for %d list(s) of %d picks to be (%g, %g)-DP:\n", o.lists, o.k, o.target, o.delta)
+	fmt.Fprintf(out, "eps_p       %.6g  (pure composition alone allows %.6g)\n", e, o.target/float64(o.lists*o.k))
+	printAccount(out, s, o.delta)
+	return nil
+}
+
+func printAccount(out io.Writer, s accountant.Summary, delta float64) {
 	fmt.Fprintf(out, "pure_eps    %.6g  (pure DP, basic composition)\n", s.PureEps)
 	fmt.Fprintf(out, "zcdp_rho    %.6g  (zCDP, each pick eps_p^2/8)\n", s.Rho)
 	fmt.Fprintf(out, "approx_eps  %.6g  ((eps, %g)-DP: better of pure and the tight zCDP conversion)\n", s.ApproxEps, delta)
