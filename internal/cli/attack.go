@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -15,15 +16,24 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// attackOptions holds the flag values of the attack command and, after
+// validate, the parsed attack, score, method and calibration.
+type attackOptions struct {
+	path, scoreName, methodName, calName, attackName string
+	eps                                              float64
+	k, trials, lists, sybils, calibGames, histLists  int
+	seed                                             uint64
+	onePair, asJSON                                  bool
+	pf                                               protFlags
+
+	at   attack.Kind
+	kind score.Kind
+	m    calib.Method
+	cal  calib.Calibration
+}
+
 func newAttackCmd() *cobra.Command {
-	var (
-		path, scoreName, methodName, calName, attackName string
-		eps                                              float64
-		k, trials, lists, sybils, calibGames, histLists  int
-		seed                                             uint64
-		onePair, asJSON                                  bool
-		pf                                               protFlags
-	)
+	o := &attackOptions{}
 	cmd := &cobra.Command{
 		Use:   "attack --graph FILE (--protected FILE | --sigma X) --score S --method M --eps E --k K --attack triad|sybil|no-noise --trials N",
 		Short: "Measure what an attacker learns: distinguishing games with an empirical eps lower bound",
@@ -57,110 +67,127 @@ fpr, accuracy, eps_claimed (null: no claim), eps_lower_bound and more.
 "dplp attack report RESULTS.jsonl ..." tabulates and plots saved --json outputs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			at, err := attack.ParseKind(attackName)
-			if err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			kind, err := score.ParseKind(scoreName)
-			if err != nil {
-				return fmt.Errorf("--score: %w (the attacks support the triad scores)", err)
-			}
-			m, err := calib.ParseMethod(methodName)
-			if err != nil {
-				return err
-			}
-			cal, err := calib.ParseCalibration(calName)
-			if err != nil {
-				return err
-			}
-			if m != calib.NonPrivate && m != calib.PublicOnly {
-				if err := checkEps("eps", eps, 0); err != nil {
-					return err
-				}
-			}
-			switch {
-			case k < 1:
-				return fmt.Errorf("--k must be >= 1, got %d", k)
-			case trials < 2:
-				return fmt.Errorf("--trials must be >= 2, got %d", trials)
-			case lists < 1:
-				return fmt.Errorf("--lists must be >= 1, got %d", lists)
-			case sybils < 1 || sybils > 64:
-				return fmt.Errorf("--sybils must be in [1,64], got %d", sybils)
-			case calibGames < 0 || histLists < 0:
-				return fmt.Errorf("--calib-games and --hist-lists must be >= 0")
-			}
-			g, _, err := loadGraph(cmd, path)
-			if err != nil {
-				return err
-			}
-			prot, err := pf.load(g, false)
-			if err != nil {
-				return err
-			}
-			if cal == calib.Reference {
-				fmt.Fprintln(cmd.ErrOrStderr(), calib.Warning)
-			}
-			cfg := attack.Config{Attack: at, Method: m, Calibration: cal, Score: kind, Eps: eps, K: k, Lists: lists,
-				Trials: trials, Sybils: sybils, OnePair: onePair, CalibGames: calibGames, HistLists: histLists, Seed: seed}
-			bar := progress.New(int64(trials), "attack "+at.String())
-			cfg.OnTrial = func() { bar.Add(1) }
-			res, err := attack.Run(g, prot, cfg)
-			bar.Finish()
-			if err != nil {
-				return err
-			}
-			res.Graph = path
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return json.NewEncoder(out).Encode(res)
-			}
-			bw := bufio.NewWriter(out)
-			epsDesc := fmt.Sprintf("eps_p %g", eps)
-			if m == calib.NonPrivate || m == calib.PublicOnly {
-				epsDesc = "no noise"
-			}
-			fmt.Fprintf(bw, "attack %s on %s: %s, %s, %s, K %d, %d list(s) per observer; %s\n",
-				res.Attack, path, res.Release(), res.Score, epsDesc, k, lists, randx.Source{Seeded: true, Seed: seed})
-			fmt.Fprintf(bw, "target: observers %s; candidate %s; secret pairs", strings.Join(res.Target.Observers, " "), res.Target.Candidate)
-			for _, p := range res.Target.Pairs {
-				fmt.Fprintf(bw, " {%s, %s}", p[0], p[1])
-			}
-			fmt.Fprintln(bw)
-			fmt.Fprintf(bw, "trials %d (%d with the secret pairs): TPR %.3f [%.3f, %.3f], FPR %.3f [%.3f, %.3f] (Clopper-Pearson 95%%), accuracy %.3f\n",
-				res.Trials, res.Positives, res.TPR, res.TPRCI[0], res.TPRCI[1], res.FPR, res.FPRCI[0], res.FPRCI[1], res.Accuracy)
-			verdict := "no claim to test"
-			claimed := "none"
-			if res.EpsClaimed != nil {
-				claimed = fmt.Sprintf("%g (%s)", *res.EpsClaimed, res.ClaimNote)
-				verdict = "consistent with the claim"
-				if res.ExceedsClaim {
-					verdict = "CLAIM REFUTED at 95% confidence"
-				}
-			}
-			fmt.Fprintf(bw, "eps lower bound (95%%): %.3f; claimed: %s; %s\n", res.EpsLowerBound, claimed, verdict)
-			return bw.Flush()
+			return o.run(cmd)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&path, "graph", "", "edge list file")
-	f.StringVar(&scoreName, "score", "aa", "base score: cn, aa, ra, jc or pa")
-	f.StringVar(&methodName, "method", "exponential", "release mechanism: exponential, laplace, laplace-peeling, staircase, nonprivate or public-only")
-	f.StringVar(&calName, "calibration", "rigorous", "rigorous, or reference (the authors' code; does not meet the guarantee)")
-	f.Float64Var(&eps, "eps", 0.1, "eps_p per pick (> 0)")
-	f.IntVar(&k, "k", 10, "list length K (>= 1)")
-	f.StringVar(&attackName, "attack", "triad", "triad, sybil or no-noise")
-	f.IntVar(&trials, "trials", 1000, "evaluated trials (games), >= 2")
-	f.IntVar(&lists, "lists", 1, "fresh lists each observer requests per trial (each charged K x eps_p)")
-	f.IntVar(&sybils, "sybils", 3, "sybil attack: number of fake users")
-	f.BoolVar(&onePair, "one-pair", false, "triad, no-noise: the secret is a single protected pair {w, x}, not all of w's pairs into N(u)")
-	f.IntVar(&calibGames, "calib-games", 0, "simulated games per hypothesis to choose the threshold (0: --trials)")
-	f.IntVar(&histLists, "hist-lists", 0, "simulated lists per hypothesis and observer for the likelihood ratios (0: 4000)")
-	f.Uint64Var(&seed, "seed", 1, "seed of the whole experiment (targets, simulations, trials)")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object")
-	pf.register(cmd, "protect-seed")
+	o.register(cmd)
 	cmd.AddCommand(newAttackReportCmd())
 	return cmd
+}
+
+func (o *attackOptions) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.path, "graph", "", "edge list file")
+	f.StringVar(&o.scoreName, "score", "aa", "base score: cn, aa, ra, jc or pa")
+	f.StringVar(&o.methodName, "method", "exponential", "release mechanism: exponential, laplace, laplace-peeling, staircase, nonprivate or public-only")
+	f.StringVar(&o.calName, "calibration", "rigorous", "rigorous, or reference (the authors' code; does not meet the guarantee)")
+	f.Float64Var(&o.eps, "eps", 0.1, "eps_p per pick (> 0)")
+	f.IntVar(&o.k, "k", 10, "list length K (>= 1)")
+	f.StringVar(&o.attackName, "attack", "triad", "triad, sybil or no-noise")
+	f.IntVar(&o.trials, "trials", 1000, "evaluated trials (games), >= 2")
+	f.IntVar(&o.lists, "lists", 1, "fresh lists each observer requests per trial (each charged K x eps_p)")
+	f.IntVar(&o.sybils, "sybils", 3, "sybil attack: number of fake users")
+	f.BoolVar(&o.onePair, "one-pair", false, "triad, no-noise: the secret is a single protected pair {w, x}, not all of w's pairs into N(u)")
+	f.IntVar(&o.calibGames, "calib-games", 0, "simulated games per hypothesis to choose the threshold (0: --trials)")
+	f.IntVar(&o.histLists, "hist-lists", 0, "simulated lists per hypothesis and observer for the likelihood ratios (0: 4000)")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the whole experiment (targets, simulations, trials)")
+	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	o.pf.register(cmd, "protect-seed")
+}
+
+func (o *attackOptions) validate() error {
+	var err error
+	if o.at, err = attack.ParseKind(o.attackName); err != nil {
+		return err
+	}
+	if o.kind, err = score.ParseKind(o.scoreName); err != nil {
+		return fmt.Errorf("--score: %w (the attacks support the triad scores)", err)
+	}
+	if o.m, err = calib.ParseMethod(o.methodName); err != nil {
+		return err
+	}
+	if o.cal, err = calib.ParseCalibration(o.calName); err != nil {
+		return err
+	}
+	if o.m != calib.NonPrivate && o.m != calib.PublicOnly {
+		if err := checkEps("eps", o.eps, 0); err != nil {
+			return err
+		}
+	}
+	switch {
+	case o.k < 1:
+		return fmt.Errorf("--k must be >= 1, got %d", o.k)
+	case o.trials < 2:
+		return fmt.Errorf("--trials must be >= 2, got %d", o.trials)
+	case o.lists < 1:
+		return fmt.Errorf("--lists must be >= 1, got %d", o.lists)
+	case o.sybils < 1 || o.sybils > 64:
+		return fmt.Errorf("--sybils must be in [1,64], got %d", o.sybils)
+	case o.calibGames < 0 || o.histLists < 0:
+		return fmt.Errorf("--calib-games and --hist-lists must be >= 0")
+	}
+	return nil
+}
+
+func (o *attackOptions) run(cmd *cobra.Command) error {
+	g, _, err := loadGraph(cmd, o.path)
+	if err != nil {
+		return err
+	}
+	prot, err := o.pf.load(g, false)
+	if err != nil {
+		return err
+	}
+	if o.cal == calib.Reference {
+		fmt.Fprintln(cmd.ErrOrStderr(), calib.Warning)
+	}
+	cfg := attack.Config{Attack: o.at, Method: o.m, Calibration: o.cal, Score: o.kind, Eps: o.eps, K: o.k, Lists: o.lists,
+		Trials: o.trials, Sybils: o.sybils, OnePair: o.onePair, CalibGames: o.calibGames, HistLists: o.histLists, Seed: o.seed}
+	bar := progress.New(int64(o.trials), "attack "+o.at.String())
+	cfg.OnTrial = func() { bar.Add(1) }
+	res, err := attack.Run(g, prot, cfg)
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	res.Graph = o.path
+	out := cmd.OutOrStdout()
+	if o.asJSON {
+		return json.NewEncoder(out).Encode(res)
+	}
+	return o.print(out, res)
+}
+
+// print writes the human-readable summary of an attack result.
+func (o *attackOptions) print(out io.Writer, res *attack.Result) error {
+	bw := bufio.NewWriter(out)
+	epsDesc := fmt.Sprintf("eps_p %g", o.eps)
+	if o.m == calib.NonPrivate || o.m == calib.PublicOnly {
+		epsDesc = "no noise"
+	}
+	fmt.Fprintf(bw, "attack %s on %s: %s, %s, %s, K %d, %d list(s) per observer; %s\n",
+		res.Attack, o.path, res.Release(), res.Score, epsDesc, o.k, o.lists, randx.Source{Seeded: true, Seed: o.seed})
+	fmt.Fprintf(bw, "target: observers %s; candidate %s; secret pairs", strings.Join(res.Target.Observers, " "), res.Target.Candidate)
+	for _, p := range res.Target.Pairs {
+		fmt.Fprintf(bw, " {%s, %s}", p[0], p[1])
+	}
+	fmt.Fprintln(bw)
+	fmt.Fprintf(bw, "trials %d (%d with the secret pairs): TPR %.3f [%.3f, %.3f], FPR %.3f [%.3f, %.3f] (Clopper-Pearson 95%%), accuracy %.3f\n",
+		res.Trials, res.Positives, res.TPR, res.TPRCI[0], res.TPRCI[1], res.FPR, res.FPRCI[0], res.FPRCI[1], res.Accuracy)
+	verdict := "no claim to test"
+	claimed := "none"
+	if res.EpsClaimed != nil {
+		claimed = fmt.Sprintf("%g (%s)", *res.EpsClaimed, res.ClaimNote)
+		verdict = "consistent with the claim"
+		if res.ExceedsClaim {
+			verdict = "CLAIM REFUTED at 95% confidence"
+		}
+	}
+	fmt.Fprintf(bw, "eps lower bound (95%%): %.3f; claimed: %s; %s\n", res.EpsLowerBound, claimed, verdict)
+	return bw.Flush()
 }
 
 func newAttackReportCmd() *cobra.Command {
