@@ -14,17 +14,21 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// auditOptions holds the flag values of the audit command; cfg collects the
+// audit configuration the flags and validate build.
+type auditOptions struct {
+	cal                string
+	kinds, methods     []string
+	asJSON, verbose    bool
+	e2e                bool
+	sampler            string
+	variant, modelPath string
+	epochs             int
+	cfg                audit.Config
+}
+
 func newAuditCmd() *cobra.Command {
-	var (
-		cal                string
-		kinds, methods     []string
-		asJSON, verbose    bool
-		e2e                bool
-		sampler            string
-		variant, modelPath string
-		epochs             int
-	)
-	cfg := audit.Default()
+	o := &auditOptions{cfg: audit.Default()}
 	cmd := &cobra.Command{
 		Use:   "audit [flags]",
 		Short: "Exact privacy audit of the mechanisms on small random graphs",
@@ -55,97 +59,24 @@ moves by at most the eps the ledger charges for it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
-			if cfg.Calibration, err = calib.ParseCalibration(cal); err != nil {
+			if o.cfg.Calibration, err = calib.ParseCalibration(o.cal); err != nil {
 				return err
 			}
-			if e2e {
-				return runEndToEnd(cmd, cfg, kinds, variant, epochs, asJSON)
+			if o.e2e {
+				return runEndToEnd(cmd, o.cfg, o.kinds, o.variant, o.epochs, o.asJSON)
 			}
-			cfg.Kinds = cfg.Kinds[:0]
-			for _, k := range kinds {
-				kk, err := score.ParseKind(k)
-				if err != nil {
-					return err
-				}
-				cfg.Kinds = append(cfg.Kinds, kk)
-			}
-			cfg.Methods = cfg.Methods[:0]
-			for _, m := range methods {
-				mm, err := calib.ParseMethod(m)
-				if err != nil {
-					return err
-				}
-				if mm == calib.NonPrivate {
-					return fmt.Errorf("--method nonprivate claims no guarantee and cannot be audited")
-				}
-				cfg.Methods = append(cfg.Methods, mm)
-			}
-			if err := checkEps("eps", cfg.Eps, cfg.MaxK); err != nil {
+			if err := o.validate(cmd); err != nil {
 				return err
 			}
-			switch {
-			case variant != "" && modelPath != "":
-				return fmt.Errorf("give either --variant or --model, not both")
-			case variant != "" || modelPath != "":
-				if cfg.Calibration == calib.Reference {
-					return fmt.Errorf("the reference calibration applies to raw scores only")
-				}
-				if !cmd.Flags().Changed("method") {
-					cfg.Methods = []calib.Method{calib.Exponential}
-				}
-				if modelPath != "" {
-					m, err := model.Load(modelPath)
-					if err != nil {
-						return err
-					}
-					sk, err := score.ParseKind(m.Score)
-					if err != nil {
-						return err
-					}
-					cfg.Kinds = []score.Kind{sk}
-					cfg.Transforms = map[score.Kind]calib.Transform{sk: m}
-					if !cmd.Flags().Changed("eps") {
-						cfg.Eps = m.EpsP // audit the model at the eps it releases at
-					}
-					cfg.Label = "model " + modelPath + " (" + string(m.Variant) + ")"
-					break
-				}
-				v, err := evaluate.ParseVariant(variant)
-				if err != nil {
-					return err
-				}
-				if cfg.Transforms, err = evaluate.SyntheticTransforms(cfg.Kinds, string(v), cfg.Eps, epochs, cfg.Seed); err != nil {
-					return err
-				}
-				cfg.Label = "trained " + string(v)
-			}
-			run := audit.Run
-			switch sampler {
-			case "float":
-			case "exact":
-				run = audit.RunExact // exponential mechanism only, exact base-2 sampler (docs/SAMPLING.md)
-			default:
-				return fmt.Errorf("--sampler must be float or exact, got %q", sampler)
-			}
-			rep, err := run(cfg)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				if err := json.NewEncoder(out).Encode(rep); err != nil {
-					return err
-				}
-			} else {
-				printAudit(cmd, rep, verbose)
-			}
-			if !rep.Passed() {
-				return exitCode(1)
-			}
-			return nil
+			return o.run(cmd)
 		},
 	}
-	f := cmd.Flags()
+	o.register(cmd)
+	return cmd
+}
+
+func (o *auditOptions) register(cmd *cobra.Command) {
+	f, cfg := cmd.Flags(), &o.cfg
 	f.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the random graphs and sampler tests")
 	f.IntVar(&cfg.Graphs, "graphs", cfg.Graphs, "random graphs per score")
 	f.IntVar(&cfg.MinNodes, "min-nodes", cfg.MinNodes, "smallest graph")
@@ -153,17 +84,120 @@ moves by at most the eps the ledger charges for it.`,
 	f.Float64Var(&cfg.Eps, "eps", cfg.Eps, "eps_p per pick (> 0)")
 	f.IntVar(&cfg.MaxK, "k", cfg.MaxK, "longest list audited for the exponential mechanism (1-4)")
 	f.IntVar(&cfg.ChiSamples, "chi-samples", cfg.ChiSamples, "draws per sampler chi-square test (0 disables)")
-	f.StringVar(&cal, "calibration", "rigorous", "rigorous (default) or reference (the authors' code; fails)")
-	f.StringSliceVar(&kinds, "score", []string{"cn", "aa", "ra", "jc", "pa"}, "base scores to audit")
-	f.StringSliceVar(&methods, "method", []string{"exponential", "laplace-peeling", "laplace", "staircase", "public-only"}, "mechanisms to audit")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object")
-	f.BoolVar(&verbose, "verbose", false, "also print every chi-square test")
-	f.StringVar(&variant, "variant", "", "audit learned utilities: train this DPLP variant (dplp, lin, umnn, dplp-pub) per score on a synthetic graph and audit its compiled table")
-	f.StringVar(&modelPath, "model", "", "audit the compiled transform of a saved model (its score only)")
-	f.IntVar(&epochs, "epochs", 5, "with --variant: training epochs")
-	f.StringVar(&sampler, "sampler", "float", "float (the mechanisms as released by default) or exact (the exact base-2 exponential mechanism of mech/exact, audited against K x its proven eps per pick)")
-	f.BoolVar(&e2e, "end-to-end", false, "audit the whole deployed pipeline: training on every neighbouring graph (bit-identical models required), the release path's utilities, exact list probabilities against the charged cost, influence sets (--variant selects the model, default dplp; --graphs, --k, --eps, --seed, --score apply)")
-	return cmd
+	f.StringVar(&o.cal, "calibration", "rigorous", "rigorous (default) or reference (the authors' code; fails)")
+	f.StringSliceVar(&o.kinds, "score", []string{"cn", "aa", "ra", "jc", "pa"}, "base scores to audit")
+	f.StringSliceVar(&o.methods, "method", []string{"exponential", "laplace-peeling", "laplace", "staircase", "public-only"}, "mechanisms to audit")
+	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	f.BoolVar(&o.verbose, "verbose", false, "also print every chi-square test")
+	f.StringVar(&o.variant, "variant", "", "audit learned utilities: train this DPLP variant (dplp, lin, umnn, dplp-pub) per score on a synthetic graph and audit its compiled table")
+	f.StringVar(&o.modelPath, "model", "", "audit the compiled transform of a saved model (its score only)")
+	f.IntVar(&o.epochs, "epochs", 5, "with --variant: training epochs")
+	f.StringVar(&o.sampler, "sampler", "float", "float (the mechanisms as released by default) or exact (the exact base-2 exponential mechanism of mech/exact, audited against K x its proven eps per pick)")
+	f.BoolVar(&o.e2e, "end-to-end", false, "audit the whole deployed pipeline: training on every neighbouring graph (bit-identical models required), the release path's utilities, exact list probabilities against the charged cost, influence sets (--variant selects the model, default dplp; --graphs, --k, --eps, --seed, --score apply)")
+}
+
+// validate parses --score and --method into cfg and checks the flags of the
+// exact audit (not --end-to-end).
+func (o *auditOptions) validate(cmd *cobra.Command) error {
+	cfg := &o.cfg
+	cfg.Kinds = cfg.Kinds[:0]
+	for _, k := range o.kinds {
+		kk, err := score.ParseKind(k)
+		if err != nil {
+			return err
+		}
+		cfg.Kinds = append(cfg.Kinds, kk)
+	}
+	cfg.Methods = cfg.Methods[:0]
+	for _, m := range o.methods {
+		mm, err := calib.ParseMethod(m)
+		if err != nil {
+			return err
+		}
+		if mm == calib.NonPrivate {
+			return fmt.Errorf("--method nonprivate claims no guarantee and cannot be audited")
+		}
+		cfg.Methods = append(cfg.Methods, mm)
+	}
+	if err := checkEps("eps", cfg.Eps, cfg.MaxK); err != nil {
+		return err
+	}
+	switch {
+	case o.variant != "" && o.modelPath != "":
+		return fmt.Errorf("give either --variant or --model, not both")
+	case o.variant != "" || o.modelPath != "":
+		if cfg.Calibration == calib.Reference {
+			return fmt.Errorf("the reference calibration applies to raw scores only")
+		}
+		if !cmd.Flags().Changed("method") {
+			cfg.Methods = []calib.Method{calib.Exponential}
+		}
+	}
+	return nil
+}
+
+// learned sets cfg's transforms from --model or --variant, if given.
+func (o *auditOptions) learned(cmd *cobra.Command) error {
+	cfg := &o.cfg
+	if o.modelPath != "" {
+		m, err := model.Load(o.modelPath)
+		if err != nil {
+			return err
+		}
+		sk, err := score.ParseKind(m.Score)
+		if err != nil {
+			return err
+		}
+		cfg.Kinds = []score.Kind{sk}
+		cfg.Transforms = map[score.Kind]calib.Transform{sk: m}
+		if !cmd.Flags().Changed("eps") {
+			cfg.Eps = m.EpsP // audit the model at the eps it releases at
+		}
+		cfg.Label = "model " + o.modelPath + " (" + string(m.Variant) + ")"
+		return nil
+	}
+	if o.variant == "" {
+		return nil
+	}
+	v, err := evaluate.ParseVariant(o.variant)
+	if err != nil {
+		return err
+	}
+	if cfg.Transforms, err = evaluate.SyntheticTransforms(cfg.Kinds, string(v), cfg.Eps, o.epochs, cfg.Seed); err != nil {
+		return err
+	}
+	cfg.Label = "trained " + string(v)
+	return nil
+}
+
+func (o *auditOptions) run(cmd *cobra.Command) error {
+	if err := o.learned(cmd); err != nil {
+		return err
+	}
+	run := audit.Run
+	switch o.sampler {
+	case "float":
+	case "exact":
+		run = audit.RunExact // exponential mechanism only, exact base-2 sampler (docs/SAMPLING.md)
+	default:
+		return fmt.Errorf("--sampler must be float or exact, got %q", o.sampler)
+	}
+	rep, err := run(o.cfg)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if o.asJSON {
+		if err := json.NewEncoder(out).Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printAudit(cmd, rep, o.verbose)
+	}
+	if !rep.Passed() {
+		return exitCode(1)
+	}
+	return nil
 }
 
 func printAudit(cmd *cobra.Command, rep *audit.Report, verbose bool) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/dplp/dplp/audit"
 	"github.com/dplp/dplp/audit/endtoend"
@@ -54,23 +55,28 @@ func runEndToEnd(cmd *cobra.Command, base audit.Config, kinds []string, variant 
 			return err
 		}
 	} else {
-		fmt.Fprintf(o, "end-to-end audit: variant %s, calibration %s, eps_p %g, %d graphs (random and adversarial families)\n", rep.Variant, rep.Calibration, rep.Eps, rep.Graphs)
-		fmt.Fprintf(o, "trainings %d, neighbouring graphs whose trained model changed %d\n", rep.Trainings, rep.ModelChanges)
-		fmt.Fprintf(o, "utility checks %d (|q - q'| <= Delta_f, same noise scale), violations %d\n", rep.UtilityChecks, rep.UtilityViolation)
-		fmt.Fprintf(o, "influence-set checks %d, violations %d\n", rep.InfluenceChecks, rep.InfluenceViol)
-		fmt.Fprintf(o, "lexicographic (dplp-pub) cases %d\n", rep.LexCases)
-		fmt.Fprintf(o, "list cases %d (%d with noise, %d lists), worst log-ratio %.4g against the %.4g charged for that list, violations %d\n", rep.Cases, rep.NoisyCases, rep.Lists, rep.WorstLogRatio, rep.WorstBound, rep.Violations)
-		if rep.Worst != "" {
-			fmt.Fprintf(o, "first failure: %s\n", rep.Worst)
-		}
-		if rep.Passed() {
-			fmt.Fprintln(o, "PASS")
-		} else {
-			fmt.Fprintln(o, "FAIL")
-		}
+		printEndToEnd(o, rep)
 	}
 	if !rep.Passed() {
 		return exitCode(1)
 	}
 	return nil
+}
+
+// printEndToEnd writes the human-readable summary of an end-to-end audit.
+func printEndToEnd(o io.Writer, rep *endtoend.Report) {
+	fmt.Fprintf(o, "end-to-end audit: variant %s, calibration %s, eps_p %g, %d graphs (random and adversarial families)\n", rep.Variant, rep.Calibration, rep.Eps, rep.Graphs)
+	fmt.Fprintf(o, "trainings %d, neighbouring graphs whose trained model changed %d\n", rep.Trainings, rep.ModelChanges)
+	fmt.Fprintf(o, "utility checks %d (|q - q'| <= Delta_f, same noise scale), violations %d\n", rep.UtilityChecks, rep.UtilityViolation)
+	fmt.Fprintf(o, "influence-set checks %d, violations %d\n", rep.InfluenceChecks, rep.InfluenceViol)
+	fmt.Fprintf(o, "lexicographic (dplp-pub) cases %d\n", rep.LexCases)
+	fmt.Fprintf(o, "list cases %d (%d with noise, %d lists), worst log-ratio %.4g against the %.4g charged for that list, violations %d\n", rep.Cases, rep.NoisyCases, rep.Lists, rep.WorstLogRatio, rep.WorstBound, rep.Violations)
+	if rep.Worst != "" {
+		fmt.Fprintf(o, "first failure: %s\n", rep.Worst)
+	}
+	if rep.Passed() {
+		fmt.Fprintln(o, "PASS")
+	} else {
+		fmt.Fprintln(o, "FAIL")
+	}
 }
