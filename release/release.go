@@ -123,13 +123,38 @@ func WithExposure(on bool) Option {
 	return func(r *Recommender) error { r.noExposure = !on; return nil }
 }
 
-// WithExactSampler samples with the exact base-2 exponential mechanism
-// (mech/exact; calib.Config.ExactSampler) instead of floating-point Gumbel
-// keys. Each pick is then EpsPerPick <= eps_p -DP including the grid
-// rounding; the list is charged eps_p per pick (an upper bound).
-func WithExactSampler() Option {
-	return func(r *Recommender) error { r.exactSampler = true; return nil }
+// Sampler choices (WithSampler).
+const (
+	// SamplerAuto (the default): the exact sampler for crypto-seeded
+	// releases of the plain exponential mechanism (deployment), the float
+	// Gumbel sampler for seeded runs (experiments; the Beam pipeline
+	// reproduces them line for line) and for the lexicographic DPLP-pub,
+	// which the exact sampler does not implement yet.
+	SamplerAuto = "auto"
+	// SamplerExact is the exact base-2 exponential mechanism (mech/exact;
+	// calib.Config.ExactSampler): integer arithmetic, no floating-point
+	// probabilities; each pick is EpsPerPick <= eps_p -DP including the grid
+	// rounding, and the list is charged eps_p per pick (an upper bound).
+	SamplerExact = "exact"
+	// SamplerFloat is Gumbel top-K with floating-point keys.
+	SamplerFloat = "float"
+)
+
+// WithSampler selects the sampler: SamplerAuto, SamplerExact or
+// SamplerFloat.
+func WithSampler(name string) Option {
+	return func(r *Recommender) error {
+		switch name {
+		case SamplerAuto, SamplerExact, SamplerFloat:
+			r.sampler = name
+			return nil
+		}
+		return fmt.Errorf("release: unknown sampler %q (want auto, exact or float)", name)
+	}
 }
+
+// WithExactSampler is WithSampler(SamplerExact).
+func WithExactSampler() Option { return WithSampler(SamplerExact) }
 
 // WithIdempotencyKey makes a fresh release retry-safe: a second call with
 // the same key for the same user returns the first list, charged once.
@@ -152,10 +177,10 @@ type Recommender struct {
 	fresh   bool
 	idem    string
 	// noExposure: do not attach influence sets to releases (WithExposure).
-	noExposure   bool
-	exactSampler bool
-	infl         influence
-	pool         sync.Pool // *workerState
+	noExposure bool
+	sampler    string // SamplerAuto ("" too), SamplerExact or SamplerFloat
+	infl       influence
+	pool       sync.Pool // *workerState
 }
 
 type workerState struct {
@@ -216,7 +241,13 @@ func newRecommender(cfg calib.Config, id, scoreName string, g *graph.Graph, p *p
 		return nil, errors.New("release: the scorer was built on another graph")
 	}
 	cfg.Kind = r.sc.Kind()
-	cfg.ExactSampler = r.exactSampler
+	switch r.sampler {
+	case SamplerExact:
+		cfg.ExactSampler = true
+	case SamplerFloat:
+	default:
+		cfg.ExactSampler = r.seed == nil && cfg.Method == calib.Exponential && cfg.Calibration == calib.Rigorous && !cfg.Lex()
+	}
 	r.cfg = cfg
 	if err := r.cfg.Validate(); err != nil {
 		return nil, err

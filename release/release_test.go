@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -382,5 +383,30 @@ func TestExactSampler(t *testing.T) {
 	cfg := calib.Config{Method: calib.Laplace, Kind: score.CN, Eps: 0.5, ExactSampler: true}
 	if err := cfg.Validate(); err == nil {
 		t.Fatal("exact sampler accepted for Laplace")
+	}
+}
+
+// The default sampler is exact for crypto-seeded (deployment) releases and
+// float for seeded runs.
+func TestAutoSampler(t *testing.T) {
+	g, p, m := fixture(t)
+	for _, c := range []struct {
+		opts  []release.Option
+		exact bool
+	}{{nil, true}, {[]release.Option{release.WithSeed(1)}, false}, {[]release.Option{release.WithSampler(release.SamplerFloat)}, false}} {
+		rec, err := release.New(m, g, p, c.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := rec.Recommend(context.Background(), []string{g.Label(3)}, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(res[0].Guarantee.Mechanism, "exact"); got != c.exact {
+			t.Fatalf("options %d: mechanism %q, want exact=%v", len(c.opts), res[0].Guarantee.Mechanism, c.exact)
+		}
+	}
+	if _, err := release.New(m, g, p, release.WithSampler("gauss")); err == nil {
+		t.Fatal("unknown sampler accepted")
 	}
 }

@@ -70,7 +70,7 @@ refused here; use them with demo, experiment or attack.`,
 	f.StringVar(&o.store, "store", "sqlite:dplp-ledger.db", "budget ledger: sqlite:PATH or a postgres:// DSN")
 	f.Float64Var(&o.budget, "user-budget", math.Inf(1), "cap on each user's total pure eps (default: no cap)")
 	f.StringVar(&o.budgetApprox, "user-budget-approx", "", "cap each user at (EPS,DELTA)-DP under zCDP composition, e.g. 3,1e-6: converted to the largest zCDP rho that guarantees it (the ledger records each list's rho)")
-	f.StringVar(&o.sampler, "sampler", "float", "float (Gumbel keys; the Beam pipeline reproduces it) or exact (base-2 mechanism with integer arithmetic: no floating-point probabilities; not for dplp-pub models)")
+	f.StringVar(&o.sampler, "sampler", "auto", "auto (exact when crypto-seeded and the model is not dplp-pub, float otherwise), exact (base-2 mechanism with integer arithmetic: no floating-point probabilities; not for dplp-pub models) or float (Gumbel keys; the Beam pipeline reproduces seeded float runs)")
 	f.BoolVar(&o.fresh, "fresh", false, "sample anew even if a list was released before (charged again)")
 	f.BoolVar(&o.exposure, "track-exposure", true, "maintain per-party exposure (the coalition bound) in the ledger; --track-exposure=false skips it for large batches (per-user spending is always charged)")
 	o.qf.register(cmd, "user")
@@ -92,8 +92,8 @@ func (o *recOptions) validate(cmd *cobra.Command) error {
 	if !(o.budget >= 0) {
 		return fmt.Errorf("--user-budget must be a number >= 0, got %v", o.budget)
 	}
-	if o.sampler != "float" && o.sampler != "exact" {
-		return fmt.Errorf("--sampler must be float or exact, got %q", o.sampler)
+	if o.sampler != "auto" && o.sampler != "float" && o.sampler != "exact" {
+		return fmt.Errorf("--sampler must be auto, float or exact, got %q", o.sampler)
 	}
 	if cmd.Flags().Changed("sigma") {
 		return fmt.Errorf("--sigma draws marks from the private graph itself: a simulation without a guarantee, refused for releases; give --protected FILE (or use demo, experiment or attack to simulate)")
@@ -151,9 +151,7 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 	if cmd.Flags().Changed("seed") {
 		opts = append(opts, release.WithSeed(o.seed))
 	}
-	if o.sampler == "exact" {
-		opts = append(opts, release.WithExactSampler())
-	}
+	opts = append(opts, release.WithSampler(o.sampler))
 	if err := o.predf.fromModel(cmd, m); err != nil {
 		return fmt.Errorf("%s: %w", o.modelPath, err)
 	}
