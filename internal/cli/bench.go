@@ -136,16 +136,23 @@ candidate_pairs, wedges, seconds and pairs_per_second (JSON keys exactly these).
 	return cmd
 }
 
+// benchSampleOptions holds the flag values of bench sample and, after
+// validate, the parsed score and calibration.
+type benchSampleOptions struct {
+	path, kind, method, qspec string
+	sampler                   string
+	k                         int
+	eps                       float64
+	seed                      uint64
+	asJSON                    bool
+	pf                        protFlags
+
+	sk  score.Kind
+	cfg calib.Config
+}
+
 func newBenchSampleCmd() *cobra.Command {
-	var (
-		path, kind, method, qspec string
-		sampler                   string
-		k                         int
-		eps                       float64
-		seed                      uint64
-		asJSON                    bool
-		pf                        protFlags
-	)
+	o := &benchSampleOptions{}
 	cmd := &cobra.Command{
 		Use:   "sample --graph FILE --score S [--k 30] [--eps 0.1] [--json]",
 		Short: "Time private top-K release for all queries against all their candidates",
@@ -158,65 +165,77 @@ candidates_per_second (JSON keys exactly these). Seeded (--seed): a benchmark,
 not a deployment.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			sk, err := score.ParseKind(kind)
-			if err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			m, err := calib.ParseMethod(method)
-			if err != nil {
-				return err
-			}
-			if k < 1 {
-				return fmt.Errorf("--k must be >= 1, got %d", k)
-			}
-			if err := checkEps("eps", eps, k); err != nil {
-				return err
-			}
-			cfg := calib.Config{Method: m, Kind: sk, Eps: eps}
-			if err := cfg.Validate(); err != nil {
-				return err
-			}
-			sc, queries, err := benchScorer(cmd, path, &pf, qspec, sk)
-			if err != nil {
-				return err
-			}
-			ropts := []release.Option{release.WithScorer(sc), release.WithSeed(seed)}
-			switch sampler {
-			case "float":
-			case "exact":
-				ropts = append(ropts, release.WithExactSampler())
-			default:
-				return fmt.Errorf("--sampler must be float or exact, got %q", sampler)
-			}
-			rec, err := release.NewMechanism(cfg, fmt.Sprintf("bench:%s:%s:eps=%g", m, sk, eps), sc.Graph(), sc.Protection(), ropts...)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "noise: %s (per-user streams; no ledger: a benchmark, nothing is released)\n", randx.Source{Seeded: true, Seed: seed})
-			start := time.Now()
-			var total int64
-			err = rec.Stream(cmd.Context(), queries, k, func(_ int, r release.Result) error {
-				total += int64(r.Candidates)
-				return nil
-			})
-			secs := time.Since(start).Seconds()
-			if err != nil {
-				return err
-			}
-			return printBench(cmd, asJSON, []string{"queries", "candidates", "seconds", "candidates_per_second"},
-				map[string]any{"queries": len(queries), "candidates": total, "seconds": secs, "candidates_per_second": float64(total) / secs})
+			return o.run(cmd)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&path, "graph", "", "edge list file")
-	f.StringVar(&kind, "score", "", "base score: cn, aa, ra, jc or pa")
-	f.StringVar(&method, "method", "exponential", "mechanism: exponential, laplace, laplace-peeling, staircase, nonprivate, public-only")
-	f.IntVar(&k, "k", 30, "list length K (>= 1)")
-	f.Float64Var(&eps, "eps", 0.1, "eps_p per pick (> 0)")
-	f.StringVar(&qspec, "queries", "all", "all, or the number of queries")
-	f.StringVar(&sampler, "sampler", "float", "float (Gumbel keys) or exact (base-2 mechanism, integer arithmetic; exponential only)")
-	f.Uint64Var(&seed, "seed", 1, "noise seed")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object")
-	pf.register(cmd, "protect-seed")
+	o.register(cmd)
 	return cmd
+}
+
+func (o *benchSampleOptions) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.path, "graph", "", "edge list file")
+	f.StringVar(&o.kind, "score", "", "base score: cn, aa, ra, jc or pa")
+	f.StringVar(&o.method, "method", "exponential", "mechanism: exponential, laplace, laplace-peeling, staircase, nonprivate, public-only")
+	f.IntVar(&o.k, "k", 30, "list length K (>= 1)")
+	f.Float64Var(&o.eps, "eps", 0.1, "eps_p per pick (> 0)")
+	f.StringVar(&o.qspec, "queries", "all", "all, or the number of queries")
+	f.StringVar(&o.sampler, "sampler", "float", "float (Gumbel keys) or exact (base-2 mechanism, integer arithmetic; exponential only)")
+	f.Uint64Var(&o.seed, "seed", 1, "noise seed")
+	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	o.pf.register(cmd, "protect-seed")
+}
+
+func (o *benchSampleOptions) validate() error {
+	sk, err := score.ParseKind(o.kind)
+	if err != nil {
+		return err
+	}
+	m, err := calib.ParseMethod(o.method)
+	if err != nil {
+		return err
+	}
+	if o.k < 1 {
+		return fmt.Errorf("--k must be >= 1, got %d", o.k)
+	}
+	if err := checkEps("eps", o.eps, o.k); err != nil {
+		return err
+	}
+	o.sk, o.cfg = sk, calib.Config{Method: m, Kind: sk, Eps: o.eps}
+	return o.cfg.Validate()
+}
+
+func (o *benchSampleOptions) run(cmd *cobra.Command) error {
+	sc, queries, err := benchScorer(cmd, o.path, &o.pf, o.qspec, o.sk)
+	if err != nil {
+		return err
+	}
+	ropts := []release.Option{release.WithScorer(sc), release.WithSeed(o.seed)}
+	switch o.sampler {
+	case "float":
+	case "exact":
+		ropts = append(ropts, release.WithExactSampler())
+	default:
+		return fmt.Errorf("--sampler must be float or exact, got %q", o.sampler)
+	}
+	rec, err := release.NewMechanism(o.cfg, fmt.Sprintf("bench:%s:%s:eps=%g", o.cfg.Method, o.sk, o.eps), sc.Graph(), sc.Protection(), ropts...)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "noise: %s (per-user streams; no ledger: a benchmark, nothing is released)\n", randx.Source{Seeded: true, Seed: o.seed})
+	start := time.Now()
+	var total int64
+	err = rec.Stream(cmd.Context(), queries, o.k, func(_ int, r release.Result) error {
+		total += int64(r.Candidates)
+		return nil
+	})
+	secs := time.Since(start).Seconds()
+	if err != nil {
+		return err
+	}
+	return printBench(cmd, o.asJSON, []string{"queries", "candidates", "seconds", "candidates_per_second"},
+		map[string]any{"queries": len(queries), "candidates": total, "seconds": secs, "candidates_per_second": float64(total) / secs})
 }
