@@ -62,15 +62,19 @@ type benchServeReport struct {
 	Note             string  `json:"note"`
 }
 
+// benchServeOptions holds the flag values of bench serve. run fills in
+// protPath, modelPath and storeDSN when they are left to defaults.
+type benchServeOptions struct {
+	graphPath, protPath, modelPath, storeDSN, scoreName string
+	sigma, eps                                          float64
+	k, users, conc                                      int
+	dur                                                 time.Duration
+	noGroup                                             bool
+	cpuProfile, phases                                  string
+}
+
 func newBenchServeCmd() *cobra.Command {
-	var (
-		graphPath, protPath, modelPath, storeDSN, scoreName string
-		sigma, eps                                          float64
-		k, users, conc                                      int
-		dur                                                 time.Duration
-		noGroup                                             bool
-		cpuProfile, phases                                  string
-	)
+	o := &benchServeOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve --graph FILE [--model MODEL] [--protected FILE | --sigma X] [flags]",
 		Short: "Load-test the recommendation service in process (sticky reads, fresh releases)",
@@ -85,164 +89,227 @@ Without --model, a model is trained first (--score, --eps, 2 epochs).
 Client and server share the machine's cores.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case graphPath == "":
-				return fmt.Errorf("--graph FILE is required")
-			case k < 1:
-				return fmt.Errorf("--k must be >= 1, got %d", k)
-			case users < 1:
-				return fmt.Errorf("--users must be >= 1, got %d", users)
-			case conc < 1:
-				return fmt.Errorf("--concurrency must be >= 1, got %d", conc)
-			case dur <= 0:
-				return fmt.Errorf("--duration must be > 0, got %v", dur)
-			case protPath != "" && cmd.Flags().Changed("sigma"):
-				return fmt.Errorf("give either --protected or --sigma, not both")
-			}
-			if err := checkFrac("sigma", sigma); err != nil {
+			if err := o.validate(cmd); err != nil {
 				return err
 			}
-			if err := checkEps("eps", eps, k); err != nil {
-				return err
-			}
-			tmp, err := os.MkdirTemp("", "dplp-bench-serve-")
-			if err != nil {
-				return err
-			}
-			defer os.RemoveAll(tmp)
-			g, _, err := loadGraph(cmd, graphPath)
-			if err != nil {
-				return err
-			}
-			var prot *protect.Set
-			if protPath != "" {
-				if prot, err = protect.ReadFile(protPath, g); err != nil {
-					return err
-				}
-			} else {
-				if prot, err = protect.Synthetic(g, sigma, 0, randx.Derive(1, 0x70726f74)); err != nil {
-					return err
-				}
-				protPath = filepath.Join(tmp, "protected.txt")
-				var buf bytes.Buffer
-				if err := prot.Write(&buf, g); err != nil {
-					return err
-				}
-				if err := os.WriteFile(protPath, buf.Bytes(), 0o600); err != nil {
-					return err
-				}
-			}
-			if modelPath == "" {
-				m, err := dplp.Train(cmd.Context(), g, prot, dplp.TrainSpec{Score: scoreName, Variant: "dplp", EpsP: eps, Epochs: 2, Seed: 1})
-				if err != nil {
-					return err
-				}
-				modelPath = filepath.Join(tmp, "model.json")
-				if err := model.Save(modelPath, m); err != nil {
-					return err
-				}
-			}
-			if storeDSN == "" {
-				storeDSN = "sqlite:" + filepath.Join(tmp, "ledger.db")
-			}
-			var ph struct{ sticky, fresh bool }
-			for _, p := range strings.Split(phases, ",") {
-				switch strings.TrimSpace(p) {
-				case "sticky":
-					ph.sticky = true
-				case "fresh":
-					ph.fresh = true
-				default:
-					return fmt.Errorf("--phases: unknown phase %q (sticky, fresh)", p)
-				}
-			}
-			rep, err := benchServe(cmd.Context(), g, graphPath, protPath, modelPath, storeDSN, k, users, conc, dur, noGroup, ph.sticky, ph.fresh, cpuProfile)
-			if err != nil {
-				return err
-			}
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			enc.SetIndent("", "  ")
-			return enc.Encode(rep)
+			return o.run(cmd)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&graphPath, "graph", "", "edge list file")
-	f.StringVar(&protPath, "protected", "", "file of protected pairs (default: --sigma synthetic marks)")
-	f.Float64Var(&sigma, "sigma", 0.3, "without --protected: mark this fraction of edges protected")
-	f.StringVar(&modelPath, "model", "", "model file (default: train one with --score and --eps, 2 epochs)")
-	f.StringVar(&scoreName, "score", "aa", "without --model: triad score of the model trained")
-	f.Float64Var(&eps, "eps", 0.5, "without --model: eps_p of the model trained")
-	f.StringVar(&storeDSN, "store", "", "ledger store (default: sqlite:TMPDIR/ledger.db, synchronous=FULL)")
-	f.IntVar(&k, "k", 30, "list length K")
-	f.IntVar(&users, "users", 1000, "distinct users (tokens issued, sticky lists released before timing)")
-	f.IntVar(&conc, "concurrency", 32, "concurrent clients")
-	f.DurationVar(&dur, "duration", 5*time.Second, "length of each timed phase")
-	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the timed phases (client and server) to this file")
-	f.StringVar(&phases, "phases", "sticky,fresh", "timed phases to run, comma-separated")
-	f.BoolVar(&noGroup, "no-group-commit", false, "one ledger transaction per fresh list (to measure group commit)")
+	o.register(cmd)
 	return cmd
+}
+
+func (o *benchServeOptions) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.graphPath, "graph", "", "edge list file")
+	f.StringVar(&o.protPath, "protected", "", "file of protected pairs (default: --sigma synthetic marks)")
+	f.Float64Var(&o.sigma, "sigma", 0.3, "without --protected: mark this fraction of edges protected")
+	f.StringVar(&o.modelPath, "model", "", "model file (default: train one with --score and --eps, 2 epochs)")
+	f.StringVar(&o.scoreName, "score", "aa", "without --model: triad score of the model trained")
+	f.Float64Var(&o.eps, "eps", 0.5, "without --model: eps_p of the model trained")
+	f.StringVar(&o.storeDSN, "store", "", "ledger store (default: sqlite:TMPDIR/ledger.db, synchronous=FULL)")
+	f.IntVar(&o.k, "k", 30, "list length K")
+	f.IntVar(&o.users, "users", 1000, "distinct users (tokens issued, sticky lists released before timing)")
+	f.IntVar(&o.conc, "concurrency", 32, "concurrent clients")
+	f.DurationVar(&o.dur, "duration", 5*time.Second, "length of each timed phase")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed phases (client and server) to this file")
+	f.StringVar(&o.phases, "phases", "sticky,fresh", "timed phases to run, comma-separated")
+	f.BoolVar(&o.noGroup, "no-group-commit", false, "one ledger transaction per fresh list (to measure group commit)")
+}
+
+func (o *benchServeOptions) validate(cmd *cobra.Command) error {
+	switch {
+	case o.graphPath == "":
+		return fmt.Errorf("--graph FILE is required")
+	case o.k < 1:
+		return fmt.Errorf("--k must be >= 1, got %d", o.k)
+	case o.users < 1:
+		return fmt.Errorf("--users must be >= 1, got %d", o.users)
+	case o.conc < 1:
+		return fmt.Errorf("--concurrency must be >= 1, got %d", o.conc)
+	case o.dur <= 0:
+		return fmt.Errorf("--duration must be > 0, got %v", o.dur)
+	case o.protPath != "" && cmd.Flags().Changed("sigma"):
+		return fmt.Errorf("give either --protected or --sigma, not both")
+	}
+	if err := checkFrac("sigma", o.sigma); err != nil {
+		return err
+	}
+	return checkEps("eps", o.eps, o.k)
+}
+
+// parsePhases reads --phases.
+func (o *benchServeOptions) parsePhases() (sticky, fresh bool, err error) {
+	for _, p := range strings.Split(o.phases, ",") {
+		switch strings.TrimSpace(p) {
+		case "sticky":
+			sticky = true
+		case "fresh":
+			fresh = true
+		default:
+			return false, false, fmt.Errorf("--phases: unknown phase %q (sticky, fresh)", p)
+		}
+	}
+	return sticky, fresh, nil
+}
+
+func (o *benchServeOptions) run(cmd *cobra.Command) error {
+	tmp, err := os.MkdirTemp("", "dplp-bench-serve-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	g, _, err := loadGraph(cmd, o.graphPath)
+	if err != nil {
+		return err
+	}
+	if err := o.prepare(cmd.Context(), g, tmp); err != nil {
+		return err
+	}
+	sticky, fresh, err := o.parsePhases()
+	if err != nil {
+		return err
+	}
+	rep, err := benchServe(cmd.Context(), g, o, sticky, fresh)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(cmd.OutOrStdout())
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// prepare writes what the flags leave to defaults into tmp: synthetic
+// protection marks, a model trained with --score and --eps, and the ledger.
+func (o *benchServeOptions) prepare(ctx context.Context, g *graph.Graph, tmp string) error {
+	var prot *protect.Set
+	var err error
+	if o.protPath != "" {
+		if prot, err = protect.ReadFile(o.protPath, g); err != nil {
+			return err
+		}
+	} else {
+		if prot, err = protect.Synthetic(g, o.sigma, 0, randx.Derive(1, 0x70726f74)); err != nil {
+			return err
+		}
+		o.protPath = filepath.Join(tmp, "protected.txt")
+		var buf bytes.Buffer
+		if err := prot.Write(&buf, g); err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.protPath, buf.Bytes(), 0o600); err != nil {
+			return err
+		}
+	}
+	if o.modelPath == "" {
+		m, err := dplp.Train(ctx, g, prot, dplp.TrainSpec{Score: o.scoreName, Variant: "dplp", EpsP: o.eps, Epochs: 2, Seed: 1})
+		if err != nil {
+			return err
+		}
+		o.modelPath = filepath.Join(tmp, "model.json")
+		if err := model.Save(o.modelPath, m); err != nil {
+			return err
+		}
+	}
+	if o.storeDSN == "" {
+		o.storeDSN = "sqlite:" + filepath.Join(tmp, "ledger.db")
+	}
+	return nil
 }
 
 // benchClient is one user's credentials.
 type benchClient struct{ user, token string }
 
-func benchServe(ctx context.Context, g *graph.Graph, graphPath, protPath, modelPath, storeDSN string, k, nUsers, conc int, dur time.Duration, noGroup, sticky, fresh bool, cpuProfile string) (*benchServeReport, error) {
-	admin := randx.Crypto()
-	adminTok := fmt.Sprintf("bench-admin-%016x%016x", admin.Uint64(), admin.Uint64())
-	srv, err := serve.New(serve.Config{GraphPath: graphPath, ProtectedPath: protPath, ModelPath: modelPath, StoreDSN: storeDSN,
-		AdminToken: adminTok, UserBudget: math.Inf(1), KMax: max(k, 100), NoGroupCommit: noGroup,
+// benchSession is a running in-process service and its HTTP clients.
+type benchSession struct {
+	hc      *http.Client
+	base    string
+	k       int
+	clients []benchClient
+}
+
+func (s *benchSession) recURL(c benchClient) string {
+	return fmt.Sprintf("%s/v1/users/%s/recommendations?k=%d", s.base, url.PathEscape(c.user), s.k)
+}
+
+// startBenchServer starts the service on a loopback port; stop shuts it down.
+func startBenchServer(ctx context.Context, o *benchServeOptions, adminTok string) (s *benchSession, stop func(), err error) {
+	srv, err := serve.New(serve.Config{GraphPath: o.graphPath, ProtectedPath: o.protPath, ModelPath: o.modelPath, StoreDSN: o.storeDSN,
+		AdminToken: adminTok, UserBudget: math.Inf(1), KMax: max(o.k, 100), NoGroupCommit: o.noGroup,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer srv.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		srv.Close()
+		return nil, nil, err
 	}
-	sctx, stop := context.WithCancel(ctx)
+	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(sctx, ln, 30*time.Second) }()
-	defer func() { stop(); <-done }()
-	base := "http://" + ln.Addr().String()
+	stop = func() { cancel(); <-done; srv.Close() }
+	conc := o.conc
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * conc, MaxIdleConnsPerHost: 2 * conc, DisableCompression: true}, Timeout: time.Minute}
+	return &benchSession{hc: hc, base: "http://" + ln.Addr().String(), k: o.k}, stop, nil
+}
 
-	// Users: the first nUsers nodes with at least one candidate.
+// addUsers issues tokens to the first nUsers nodes with at least one
+// candidate and releases each one's sticky list once (untimed).
+func (s *benchSession) addUsers(g *graph.Graph, nUsers, conc int, adminTok string) error {
 	var labels []string
 	for u := 0; u < g.N() && len(labels) < nUsers; u++ {
 		if g.Degree(int32(u)) < g.N()-1 {
 			labels = append(labels, g.Label(int32(u)))
 		}
 	}
-	clients := make([]benchClient, len(labels))
-	err = parallel(len(labels), conc, func(i int) error {
+	s.clients = make([]benchClient, len(labels))
+	err := parallel(len(labels), conc, func(i int) error {
 		body, _ := json.Marshal(map[string]string{"user": labels[i]})
 		var out struct{ Token string }
-		if err := benchDo(hc, "POST", base+"/v1/admin/users", adminTok, body, &out); err != nil {
+		if err := benchDo(s.hc, "POST", s.base+"/v1/admin/users", adminTok, body, &out); err != nil {
 			return err
 		}
-		clients[i] = benchClient{labels[i], out.Token}
+		s.clients[i] = benchClient{labels[i], out.Token}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("issuing tokens: %w", err)
+		return fmt.Errorf("issuing tokens: %w", err)
 	}
-	recURL := func(c benchClient) string {
-		return fmt.Sprintf("%s/v1/users/%s/recommendations?k=%d", base, url.PathEscape(c.user), k)
-	}
-	// Release every sticky list once (untimed).
-	if err := parallel(len(clients), conc, func(i int) error {
-		return benchDo(hc, "GET", recURL(clients[i]), clients[i].token, nil, nil)
+	if err := parallel(len(s.clients), conc, func(i int) error {
+		return benchDo(s.hc, "GET", s.recURL(s.clients[i]), s.clients[i].token, nil, nil)
 	}); err != nil {
-		return nil, fmt.Errorf("releasing sticky lists: %w", err)
+		return fmt.Errorf("releasing sticky lists: %w", err)
 	}
-	rep := &benchServeReport{Graph: graphPath, Nodes: g.N(), Edges: g.M(), K: k, Users: len(clients), Concurrency: conc,
-		GOMAXPROCS: runtime.GOMAXPROCS(0), Store: redactDSN(storeDSN), GroupCommit: !noGroup}
-	if m, err := model.Load(modelPath); err == nil {
+	return nil
+}
+
+// phase times conc clients sending method requests to random users' lists.
+func (s *benchSession) phase(method string, conc int, dur time.Duration) phaseReport {
+	return loadPhase(conc, dur, func(rng *rand.Rand) error {
+		c := s.clients[rng.IntN(len(s.clients))]
+		return benchDo(s.hc, method, s.recURL(c), c.token, nil, nil)
+	})
+}
+
+func benchServe(ctx context.Context, g *graph.Graph, o *benchServeOptions, sticky, fresh bool) (*benchServeReport, error) {
+	admin := randx.Crypto()
+	adminTok := fmt.Sprintf("bench-admin-%016x%016x", admin.Uint64(), admin.Uint64())
+	s, stop, err := startBenchServer(ctx, o, adminTok)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	if err := s.addUsers(g, o.users, o.conc, adminTok); err != nil {
+		return nil, err
+	}
+	rep := &benchServeReport{Graph: o.graphPath, Nodes: g.N(), Edges: g.M(), K: o.k, Users: len(s.clients), Concurrency: o.conc,
+		GOMAXPROCS: runtime.GOMAXPROCS(0), Store: redactDSN(o.storeDSN), GroupCommit: !o.noGroup}
+	if m, err := model.Load(o.modelPath); err == nil {
 		rep.Model, _ = m.ID()
 	}
-	if cpuProfile != "" {
-		pf, err := os.Create(cpuProfile)
+	if o.cpuProfile != "" {
+		pf, err := os.Create(o.cpuProfile)
 		if err != nil {
 			return nil, err
 		}
@@ -253,19 +320,13 @@ func benchServe(ctx context.Context, g *graph.Graph, graphPath, protPath, modelP
 		defer pprof.StopCPUProfile()
 	}
 	if sticky {
-		rep.Sticky = loadPhase(conc, dur, func(rng *rand.Rand) error {
-			c := clients[rng.IntN(len(clients))]
-			return benchDo(hc, "GET", recURL(c), c.token, nil, nil)
-		})
+		rep.Sticky = s.phase("GET", o.conc, o.dur)
 	}
-	before := scrapeCommits(hc, base)
+	before := scrapeCommits(s.hc, s.base)
 	if fresh {
-		rep.Fresh = loadPhase(conc, dur, func(rng *rand.Rand) error {
-			c := clients[rng.IntN(len(clients))]
-			return benchDo(hc, "POST", recURL(c), c.token, nil, nil)
-		})
+		rep.Fresh = s.phase("POST", o.conc, o.dur)
 	}
-	after := scrapeCommits(hc, base)
+	after := scrapeCommits(s.hc, s.base)
 	if n := after[1] - before[1]; n > 0 {
 		rep.ChargesPerCommit = (after[0] - before[0]) / n
 	}
