@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -31,16 +32,30 @@ type demoMethod struct {
 	variant string // DPLP family: trained transform
 }
 
+// demoOptions holds the flag values of the demo command and, after validate,
+// the parsed score.
+type demoOptions struct {
+	n, dim, k, epochs int
+	meanDeg, sigma    float64
+	eps               float64
+	seed              uint64
+	kind              string
+	users             int
+	asJSON            bool
+
+	sk score.Kind
+}
+
+// demoResult is one method's figures in the demo.
+type demoResult struct {
+	AUC       float64 `json:"auc_at_k"`
+	Precision float64 `json:"precision_at_k"`
+	NDCG      float64 `json:"ndcg_at_k"`
+	Guarantee string  `json:"guarantee"`
+}
+
 func newDemoCmd() *cobra.Command {
-	var (
-		n, dim, k, epochs int
-		meanDeg, sigma    float64
-		eps               float64
-		seed              uint64
-		kind              string
-		users             int
-		asJSON            bool
-	)
+	o := &demoOptions{}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run DPLP and its baselines end to end on a synthetic graph",
@@ -56,131 +71,176 @@ seeded (--seed) and reproducible; no files are needed. --json prints one object
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			start := time.Now()
-			sk, err := score.ParseKind(kind)
-			if err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			if err := checkEps("eps", eps, k); err != nil {
-				return err
-			}
-			if err := checkFrac("sigma", sigma); err != nil {
-				return err
-			}
-			if k < 1 || epochs < 1 || users < 0 {
-				return fmt.Errorf("--k and --epochs must be >= 1 and --users >= 0")
-			}
-			errw := cmd.ErrOrStderr()
-			rad, err := gen.RadiusForMeanDegree(n, dim, meanDeg)
-			if err != nil {
-				return err
-			}
-			lg, err := gen.Latent(n, dim, rad, randx.Derive(seed, 1))
-			if err != nil {
-				return err
-			}
-			pc := protocol.DefaultConfig()
-			pc.Sigma = sigma
-			split, err := protocol.Build(lg.Graph, pc, randx.Derive(seed, 2))
-			if err != nil {
-				return err
-			}
-			if !asJSON {
-				fmt.Fprintf(errw, "randomness: %s\n", randx.Source{Seeded: true, Seed: seed})
-				fmt.Fprintf(errw, "latent-space graph: %d nodes, %d edges, dim %d; sigma %g of edges protected (%d pairs); %d queries\n",
-					lg.N(), lg.M(), dim, sigma, split.Prot.Len(), len(split.Queries))
-			}
-			methods := []demoMethod{
-				{"nonprivate", "non-private " + sk.String(), calib.Config{Method: calib.NonPrivate}, ""},
-				{"public-only", "public-only " + sk.String(), calib.Config{Method: calib.PublicOnly}, ""},
-				{"dplp", "DPLP", calib.Config{Method: calib.Exponential}, "dplp"},
-				{"dplp-lin", "DPLP-Lin", calib.Config{Method: calib.Exponential}, "lin"},
-				{"dplp-pub", "DPLP-pub", calib.Config{Method: calib.Exponential}, "dplp-pub"},
-				{"exponential", "Exponential", calib.Config{Method: calib.Exponential}, ""},
-				{"laplace", "Laplace", calib.Config{Method: calib.Laplace}, ""},
-				{"staircase", "Staircase", calib.Config{Method: calib.Staircase}, ""},
-			}
-			type out struct {
-				AUC       float64 `json:"auc_at_k"`
-				Precision float64 `json:"precision_at_k"`
-				NDCG      float64 `json:"ndcg_at_k"`
-				Guarantee string  `json:"guarantee"`
-			}
-			results := map[string]out{}
-			var recModel calib.Transform
-			for _, m := range methods {
-				m.cfg.Kind, m.cfg.Eps = sk, eps
-				if m.variant != "" {
-					t0 := time.Now()
-					tr, sum, err := evaluate.TrainTransform(split, sk, m.variant, eps, evaluate.TrainOptions{Epochs: epochs}, seed)
-					if err != nil {
-						return err
-					}
-					if !asJSON {
-						fmt.Fprintf(errw, "trained %s: %d queries, best epoch %d of %d, held-out AUC %.3f, %.1f s\n",
-							m.label, sum.TrainQueries, sum.BestEpoch, sum.Epochs, sum.HeldOutAUC, time.Since(t0).Seconds())
-					}
-					m.cfg.Transform = tr
-					if m.name == "dplp-pub" {
-						recModel = tr
-					}
-				}
-				res, err := evaluate.Run(split, m.cfg, k, randx.Derive(seed, 3).Uint64())
-				if err != nil {
-					return err
-				}
-				g, proven := m.cfg.Guarantee(k)
-				gs := fmt.Sprintf("%.4g-DP per list", g)
-				switch {
-				case math.IsInf(g, 1):
-					gs = "none"
-				case !proven:
-					gs = fmt.Sprintf("none proven (K=1: %.4g-DP)", 2*eps)
-				case res.EpsSpent < g-1e-9:
-					// Lexicographic DPLP-pub: random picks only are charged.
-					gs = fmt.Sprintf("<= %.4g-DP per list (mean %.2g charged)", g, res.EpsSpent)
-				}
-				results[m.name] = out{res.Mean.AUC, res.Mean.Precision, res.Mean.NDCG, gs}
-			}
-			secs := time.Since(start).Seconds()
-			if asJSON {
-				ms := map[string]out{}
-				for _, m := range methods {
-					ms[m.name] = results[m.name]
-				}
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"seconds": secs, "eps": eps, "k": k, "sigma": sigma, "score": sk.String(), "seed": seed, "methods": ms})
-			}
-			o := cmd.OutOrStdout()
-			fmt.Fprintf(o, "DPLP demo: %s on a %d-node latent-space graph, sigma %g, eps_p %g, K %d, rigorous calibration, clean protocol (%d test queries)\n",
-				sk, lg.N(), sigma, eps, k, len(split.Queries))
-			tw := tabwriter.NewWriter(o, 0, 0, 2, ' ', 0)
-			fmt.Fprintf(tw, "method\tAUC@%d\tP@%d\tNDCG@%d\tprivacy of one list\n", k, k, k)
-			for _, m := range methods {
-				r := results[m.name]
-				fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%s\n", m.label, r.AUC, r.Precision, r.NDCG, r.Guarantee)
-			}
-			tw.Flush()
-			if users > 0 && recModel != nil {
-				if err := demoRecommend(cmd, split, recModel, k, users, seed); err != nil {
-					return err
-				}
-			}
-			fmt.Fprintf(o, "run time %.1f s\n", time.Since(start).Seconds())
-			return nil
+			return o.run(cmd, start)
 		},
 	}
-	f := cmd.Flags()
-	f.IntVar(&n, "n", 2000, "nodes of the latent-space graph")
-	f.IntVar(&dim, "dim", 2, "latent dimension")
-	f.Float64Var(&meanDeg, "mean-degree", 20, "target mean degree")
-	f.Float64Var(&sigma, "sigma", 0.3, "fraction of edges protected")
-	f.Float64Var(&eps, "eps", 0.1, "eps_p per pick")
-	f.IntVar(&k, "k", 30, "list length K")
-	f.IntVar(&epochs, "epochs", 30, "maximum training epochs")
-	f.StringVar(&kind, "score", "aa", "base score")
-	f.IntVar(&users, "users", 3, "users whose private recommendations are printed")
-	f.Uint64Var(&seed, "seed", 1, "seed of everything (the demo is an experiment)")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object")
+	o.register(cmd)
 	return cmd
+}
+
+func (o *demoOptions) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.IntVar(&o.n, "n", 2000, "nodes of the latent-space graph")
+	f.IntVar(&o.dim, "dim", 2, "latent dimension")
+	f.Float64Var(&o.meanDeg, "mean-degree", 20, "target mean degree")
+	f.Float64Var(&o.sigma, "sigma", 0.3, "fraction of edges protected")
+	f.Float64Var(&o.eps, "eps", 0.1, "eps_p per pick")
+	f.IntVar(&o.k, "k", 30, "list length K")
+	f.IntVar(&o.epochs, "epochs", 30, "maximum training epochs")
+	f.StringVar(&o.kind, "score", "aa", "base score")
+	f.IntVar(&o.users, "users", 3, "users whose private recommendations are printed")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of everything (the demo is an experiment)")
+	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
+}
+
+func (o *demoOptions) validate() error {
+	var err error
+	if o.sk, err = score.ParseKind(o.kind); err != nil {
+		return err
+	}
+	if err := checkEps("eps", o.eps, o.k); err != nil {
+		return err
+	}
+	if err := checkFrac("sigma", o.sigma); err != nil {
+		return err
+	}
+	if o.k < 1 || o.epochs < 1 || o.users < 0 {
+		return fmt.Errorf("--k and --epochs must be >= 1 and --users >= 0")
+	}
+	return nil
+}
+
+// demoMethods lists the demo's rows for base score sk.
+func demoMethods(sk score.Kind) []demoMethod {
+	return []demoMethod{
+		{"nonprivate", "non-private " + sk.String(), calib.Config{Method: calib.NonPrivate}, ""},
+		{"public-only", "public-only " + sk.String(), calib.Config{Method: calib.PublicOnly}, ""},
+		{"dplp", "DPLP", calib.Config{Method: calib.Exponential}, "dplp"},
+		{"dplp-lin", "DPLP-Lin", calib.Config{Method: calib.Exponential}, "lin"},
+		{"dplp-pub", "DPLP-pub", calib.Config{Method: calib.Exponential}, "dplp-pub"},
+		{"exponential", "Exponential", calib.Config{Method: calib.Exponential}, ""},
+		{"laplace", "Laplace", calib.Config{Method: calib.Laplace}, ""},
+		{"staircase", "Staircase", calib.Config{Method: calib.Staircase}, ""},
+	}
+}
+
+// split generates the seeded latent-space graph and its clean-protocol split.
+func (o *demoOptions) split(errw io.Writer) (*gen.LatentGraph, *protocol.Split, error) {
+	rad, err := gen.RadiusForMeanDegree(o.n, o.dim, o.meanDeg)
+	if err != nil {
+		return nil, nil, err
+	}
+	lg, err := gen.Latent(o.n, o.dim, rad, randx.Derive(o.seed, 1))
+	if err != nil {
+		return nil, nil, err
+	}
+	pc := protocol.DefaultConfig()
+	pc.Sigma = o.sigma
+	split, err := protocol.Build(lg.Graph, pc, randx.Derive(o.seed, 2))
+	if err != nil {
+		return nil, nil, err
+	}
+	if !o.asJSON {
+		fmt.Fprintf(errw, "randomness: %s\n", randx.Source{Seeded: true, Seed: o.seed})
+		fmt.Fprintf(errw, "latent-space graph: %d nodes, %d edges, dim %d; sigma %g of edges protected (%d pairs); %d queries\n",
+			lg.N(), lg.M(), o.dim, o.sigma, split.Prot.Len(), len(split.Queries))
+	}
+	return lg, split, nil
+}
+
+func (o *demoOptions) run(cmd *cobra.Command, start time.Time) error {
+	errw := cmd.ErrOrStderr()
+	lg, split, err := o.split(errw)
+	if err != nil {
+		return err
+	}
+	methods := demoMethods(o.sk)
+	results := map[string]demoResult{}
+	var recModel calib.Transform
+	for _, m := range methods {
+		r, tr, err := o.evalMethod(m, split, errw)
+		if err != nil {
+			return err
+		}
+		if m.name == "dplp-pub" {
+			recModel = tr
+		}
+		results[m.name] = r
+	}
+	secs := time.Since(start).Seconds()
+	if o.asJSON {
+		ms := map[string]demoResult{}
+		for _, m := range methods {
+			ms[m.name] = results[m.name]
+		}
+		return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"seconds": secs, "eps": o.eps, "k": o.k, "sigma": o.sigma, "score": o.sk.String(), "seed": o.seed, "methods": ms})
+	}
+	out := cmd.OutOrStdout()
+	o.printTable(out, lg.N(), len(split.Queries), methods, results)
+	if o.users > 0 && recModel != nil {
+		if err := demoRecommend(cmd, split, recModel, o.k, o.users, o.seed); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "run time %.1f s\n", time.Since(start).Seconds())
+	return nil
+}
+
+// evalMethod trains m's transform if it has one and evaluates m on split; it
+// returns the figures and the trained transform (nil without one).
+func (o *demoOptions) evalMethod(m demoMethod, split *protocol.Split, errw io.Writer) (demoResult, calib.Transform, error) {
+	m.cfg.Kind, m.cfg.Eps = o.sk, o.eps
+	if m.variant != "" {
+		t0 := time.Now()
+		tr, sum, err := evaluate.TrainTransform(split, o.sk, m.variant, o.eps, evaluate.TrainOptions{Epochs: o.epochs}, o.seed)
+		if err != nil {
+			return demoResult{}, nil, err
+		}
+		if !o.asJSON {
+			fmt.Fprintf(errw, "trained %s: %d queries, best epoch %d of %d, held-out AUC %.3f, %.1f s\n",
+				m.label, sum.TrainQueries, sum.BestEpoch, sum.Epochs, sum.HeldOutAUC, time.Since(t0).Seconds())
+		}
+		m.cfg.Transform = tr
+	}
+	res, err := evaluate.Run(split, m.cfg, o.k, randx.Derive(o.seed, 3).Uint64())
+	if err != nil {
+		return demoResult{}, nil, err
+	}
+	gs := demoGuarantee(m.cfg, o.k, o.eps, res.EpsSpent)
+	return demoResult{res.Mean.AUC, res.Mean.Precision, res.Mean.NDCG, gs}, m.cfg.Transform, nil
+}
+
+// demoGuarantee describes the privacy of one list of cfg at length k.
+func demoGuarantee(cfg calib.Config, k int, eps, spent float64) string {
+	g, proven := cfg.Guarantee(k)
+	gs := fmt.Sprintf("%.4g-DP per list", g)
+	switch {
+	case math.IsInf(g, 1):
+		gs = "none"
+	case !proven:
+		gs = fmt.Sprintf("none proven (K=1: %.4g-DP)", 2*eps)
+	case spent < g-1e-9:
+		// Lexicographic DPLP-pub: random picks only are charged.
+		gs = fmt.Sprintf("<= %.4g-DP per list (mean %.2g charged)", g, spent)
+	}
+	return gs
+}
+
+// printTable prints the demo's heading and table of methods.
+func (o *demoOptions) printTable(out io.Writer, nodes, queries int, methods []demoMethod, results map[string]demoResult) {
+	fmt.Fprintf(out, "DPLP demo: %s on a %d-node latent-space graph, sigma %g, eps_p %g, K %d, rigorous calibration, clean protocol (%d test queries)\n",
+		o.sk, nodes, o.sigma, o.eps, o.k, queries)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	k := o.k
+	fmt.Fprintf(tw, "method\tAUC@%d\tP@%d\tNDCG@%d\tprivacy of one list\n", k, k, k)
+	for _, m := range methods {
+		r := results[m.name]
+		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%s\n", m.label, r.AUC, r.Precision, r.NDCG, r.Guarantee)
+	}
+	tw.Flush()
 }
 
 // demoRecommend prints private top-K lists for a few users over all their
