@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"text/tabwriter"
@@ -182,10 +183,15 @@ func quantile(sorted []float64, q float64) float64 {
 	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
+// ledgerExposureOptions holds the flag values of ledger exposure.
+type ledgerExposureOptions struct {
+	store  string
+	top    int
+	asJSON bool
+}
+
 func newLedgerExposureCmd() *cobra.Command {
-	var store string
-	var top int
-	var asJSON bool
+	o := &ledgerExposureOptions{}
 	cmd := &cobra.Command{
 		Use:   "exposure --store S [--top N] [--json]",
 		Short: "Print the most exposed protected parties and the distribution of exposure",
@@ -200,72 +206,98 @@ Exposure is reported, never enforced. With --json: {"parties": [{"party",
 "mean", "p50", "p90", "max"}}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if top < 0 {
-				return fmt.Errorf("--top %d: want >= 0 (0 = all)", top)
-			}
-			s, err := openStore(cmd, store)
-			if err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			defer s.Close()
-			all, err := s.Exposure(cmdContext(cmd), 0)
-			if err != nil {
-				return err
-			}
-			out := exposureJSON{Parties: []exposureEntryJSON{}, Unlisted: exposureEntryJSON{Party: "*"}}
-			var eps []float64
-			for _, e := range all {
-				if e.Party == "*" {
-					out.Unlisted = exposureEntryJSON{e.Party, e.Eps, e.Rho}
-					continue
-				}
-				eps = append(eps, e.Eps)
-				if top == 0 || len(out.Parties) < top {
-					out.Parties = append(out.Parties, exposureEntryJSON{e.Party, e.Eps, e.Rho})
-				}
-			}
-			sort.Float64s(eps)
-			out.Summary.Count = len(eps)
-			if len(eps) > 0 {
-				sum := 0.0
-				for _, x := range eps {
-					sum += x
-				}
-				out.Summary.Mean = sum / float64(len(eps))
-				out.Summary.P50 = quantile(eps, 0.5)
-				out.Summary.P90 = quantile(eps, 0.9)
-				out.Summary.Max = eps[len(eps)-1]
-			}
-			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
-			}
-			w := cmd.OutOrStdout()
-			if len(eps) == 0 && out.Unlisted.Eps == 0 {
-				fmt.Fprintln(w, "no exposure recorded")
-				return nil
-			}
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "party\texposure_eps\trho")
-			for _, e := range out.Parties {
-				fmt.Fprintf(tw, "%s\t%.6g\t%.6g\n", e.Party, e.Eps, e.Rho)
-			}
-			if out.Unlisted.Eps > 0 || out.Unlisted.Rho > 0 {
-				fmt.Fprintf(tw, "(every other party)\t%.6g\t%.6g\n", out.Unlisted.Eps, out.Unlisted.Rho)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			m := out.Summary
-			if m.Count == 0 {
-				fmt.Fprintln(w, "no named parties: every release counted for every party")
-				return nil
-			}
-			fmt.Fprintf(w, "%d named parties: mean %.6g, p50 %.6g, p90 %.6g, max %.6g (eps)\n", m.Count, m.Mean, m.P50, m.P90, m.Max)
-			return nil
+			return o.run(cmd)
 		},
 	}
-	cmd.Flags().StringVar(&store, "store", "", storeHelp)
-	cmd.Flags().IntVar(&top, "top", 20, "print the N most exposed parties (0 = all)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	o.register(cmd)
 	return cmd
+}
+
+func (o *ledgerExposureOptions) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.store, "store", "", storeHelp)
+	cmd.Flags().IntVar(&o.top, "top", 20, "print the N most exposed parties (0 = all)")
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, "print one JSON object")
+}
+
+func (o *ledgerExposureOptions) validate() error {
+	if o.top < 0 {
+		return fmt.Errorf("--top %d: want >= 0 (0 = all)", o.top)
+	}
+	return nil
+}
+
+func (o *ledgerExposureOptions) run(cmd *cobra.Command) error {
+	s, err := openStore(cmd, o.store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	all, err := s.Exposure(cmdContext(cmd), 0)
+	if err != nil {
+		return err
+	}
+	out := exposureReport(all, o.top)
+	if o.asJSON {
+		return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
+	}
+	return printExposure(cmd.OutOrStdout(), out)
+}
+
+// exposureReport keeps the top most exposed named parties of all (0 = all),
+// the unlisted ("*") entry, and summarizes the named parties' eps.
+func exposureReport(all []ledger.Exposure, top int) exposureJSON {
+	out := exposureJSON{Parties: []exposureEntryJSON{}, Unlisted: exposureEntryJSON{Party: "*"}}
+	var eps []float64
+	for _, e := range all {
+		if e.Party == "*" {
+			out.Unlisted = exposureEntryJSON{e.Party, e.Eps, e.Rho}
+			continue
+		}
+		eps = append(eps, e.Eps)
+		if top == 0 || len(out.Parties) < top {
+			out.Parties = append(out.Parties, exposureEntryJSON{e.Party, e.Eps, e.Rho})
+		}
+	}
+	sort.Float64s(eps)
+	out.Summary.Count = len(eps)
+	if len(eps) > 0 {
+		sum := 0.0
+		for _, x := range eps {
+			sum += x
+		}
+		out.Summary.Mean = sum / float64(len(eps))
+		out.Summary.P50 = quantile(eps, 0.5)
+		out.Summary.P90 = quantile(eps, 0.9)
+		out.Summary.Max = eps[len(eps)-1]
+	}
+	return out
+}
+
+// printExposure prints the exposure table and summary.
+func printExposure(w io.Writer, out exposureJSON) error {
+	if out.Summary.Count == 0 && out.Unlisted.Eps == 0 {
+		fmt.Fprintln(w, "no exposure recorded")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "party\texposure_eps\trho")
+	for _, e := range out.Parties {
+		fmt.Fprintf(tw, "%s\t%.6g\t%.6g\n", e.Party, e.Eps, e.Rho)
+	}
+	if out.Unlisted.Eps > 0 || out.Unlisted.Rho > 0 {
+		fmt.Fprintf(tw, "(every other party)\t%.6g\t%.6g\n", out.Unlisted.Eps, out.Unlisted.Rho)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	m := out.Summary
+	if m.Count == 0 {
+		fmt.Fprintln(w, "no named parties: every release counted for every party")
+		return nil
+	}
+	fmt.Fprintf(w, "%d named parties: mean %.6g, p50 %.6g, p90 %.6g, max %.6g (eps)\n", m.Count, m.Mean, m.P50, m.P90, m.Max)
+	return nil
 }
