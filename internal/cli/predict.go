@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"text/tabwriter"
 
 	"github.com/dplp/dplp/graph"
@@ -147,14 +148,21 @@ func (b *fitBar) update(done, total int) {
 
 func (b *fitBar) finish() { b.bar.Finish() }
 
+// evalLPOptions holds the flag values of eval-lp and, after validate, the
+// parsed predictor and its options.
+type evalLPOptions struct {
+	path, name string
+	holdout    float64
+	seeds      int
+	asJSON     bool
+	pf         predFlags
+
+	spec predict.Spec
+	opt  predict.Options
+}
+
 func newEvalLPCmd() *cobra.Command {
-	var (
-		path, name string
-		holdout    float64
-		seeds      int
-		asJSON     bool
-		pf         predFlags
-	)
+	o := &evalLPOptions{}
 	cmd := &cobra.Command{
 		Use:   "eval-lp --graph FILE --score S [--holdout 0.1] [--seeds 3] [--json]",
 		Short: "Non-private SEAL-style link-prediction evaluation of a base predictor",
@@ -166,55 +174,73 @@ a 95% confidence interval, and the wall time. --json prints {"roc_auc_mean",
 node2vec, deepwalk, line, gcn, prune, struc2vec, file:PATH.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			spec, err := predict.Parse(name)
-			if err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			if !(holdout > 0 && holdout < 1) {
-				return fmt.Errorf("--holdout must be in (0,1), got %v", holdout)
-			}
-			if seeds < 1 {
-				return fmt.Errorf("--seeds must be >= 1")
-			}
-			opt, err := pf.options(name)
-			if err != nil {
-				return err
-			}
-			g, _, err := loadGraph(cmd, path)
-			if err != nil {
-				return err
-			}
-			if spec.Method != "" { // embeddings take minutes per fit on large graphs
-				fb := &fitBar{desc: "eval-lp " + spec.Method, fits: seeds}
-				opt.Progress = fb.update
-				defer fb.finish()
-			}
-			res, err := predict.EvalLP(g, spec, holdout, seeds, opt)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintf(tw, "score\t%s\n", spec.Name)
-			fmt.Fprintf(tw, "roc_auc_mean\t%.4f\n", res.ROCAUCMean)
-			if len(res.PerSeed) > 1 {
-				fmt.Fprintf(tw, "roc_auc_ci95\t%.4f\n", res.ROCAUCCI95)
-			} else {
-				fmt.Fprintf(tw, "roc_auc_ci95\tn/a (one seed)\n")
-			}
-			fmt.Fprintf(tw, "per seed\t%.4f\n", res.PerSeed)
-			fmt.Fprintf(tw, "seconds\t%.2f\n", res.Seconds)
-			return tw.Flush()
+			return o.run(cmd)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&path, "graph", "", "edge list file")
-	f.StringVar(&name, "score", "", "predictor: cn, aa, ra, jc, pa, node2vec, deepwalk, line, gcn, prune, struc2vec or file:PATH")
-	f.Float64Var(&holdout, "holdout", 0.1, "fraction of edges held out, in (0,1)")
-	f.IntVar(&seeds, "seeds", 3, "number of random splits")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object")
-	pf.register(cmd)
+	o.register(cmd)
 	return cmd
+}
+
+func (o *evalLPOptions) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.path, "graph", "", "edge list file")
+	f.StringVar(&o.name, "score", "", "predictor: cn, aa, ra, jc, pa, node2vec, deepwalk, line, gcn, prune, struc2vec or file:PATH")
+	f.Float64Var(&o.holdout, "holdout", 0.1, "fraction of edges held out, in (0,1)")
+	f.IntVar(&o.seeds, "seeds", 3, "number of random splits")
+	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	o.pf.register(cmd)
+}
+
+func (o *evalLPOptions) validate() error {
+	var err error
+	if o.spec, err = predict.Parse(o.name); err != nil {
+		return err
+	}
+	if !(o.holdout > 0 && o.holdout < 1) {
+		return fmt.Errorf("--holdout must be in (0,1), got %v", o.holdout)
+	}
+	if o.seeds < 1 {
+		return fmt.Errorf("--seeds must be >= 1")
+	}
+	o.opt, err = o.pf.options(o.name)
+	return err
+}
+
+func (o *evalLPOptions) run(cmd *cobra.Command) error {
+	g, _, err := loadGraph(cmd, o.path)
+	if err != nil {
+		return err
+	}
+	opt := o.opt
+	if o.spec.Method != "" { // embeddings take minutes per fit on large graphs
+		fb := &fitBar{desc: "eval-lp " + o.spec.Method, fits: o.seeds}
+		opt.Progress = fb.update
+		defer fb.finish()
+	}
+	res, err := predict.EvalLP(g, o.spec, o.holdout, o.seeds, opt)
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+	}
+	return printEvalLP(cmd.OutOrStdout(), o.spec.Name, res)
+}
+
+// printEvalLP prints an eval-lp result as a two-column table.
+func printEvalLP(w io.Writer, name string, res predict.LPResult) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "score\t%s\n", name)
+	fmt.Fprintf(tw, "roc_auc_mean\t%.4f\n", res.ROCAUCMean)
+	if len(res.PerSeed) > 1 {
+		fmt.Fprintf(tw, "roc_auc_ci95\t%.4f\n", res.ROCAUCCI95)
+	} else {
+		fmt.Fprintf(tw, "roc_auc_ci95\tn/a (one seed)\n")
+	}
+	fmt.Fprintf(tw, "per seed\t%.4f\n", res.PerSeed)
+	fmt.Fprintf(tw, "seconds\t%.2f\n", res.Seconds)
+	return tw.Flush()
 }
