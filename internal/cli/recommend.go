@@ -11,9 +11,11 @@ import (
 	"strings"
 
 	"github.com/dplp/dplp/accountant"
+	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/ledger"
 	"github.com/dplp/dplp/model"
+	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/release"
 	"github.com/spf13/cobra"
 )
@@ -61,6 +63,11 @@ refused here; use them with demo, experiment or attack.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
+	o.register(cmd)
+	return cmd
+}
+
+func (o *recOptions) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.modelPath, "model", "", "model file written by dplp train (required)")
 	f.StringVar(&o.graph, "graph", "", "edge list or snapshot (the current, private graph; required)")
@@ -76,7 +83,6 @@ refused here; use them with demo, experiment or attack.`,
 	o.qf.register(cmd, "user")
 	o.pf.register(cmd, "protect-seed")
 	o.predf.register(cmd)
-	return cmd
 }
 
 func (o *recOptions) validate(cmd *cobra.Command) error {
@@ -143,24 +149,7 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer st.Close()
-	rhoCap, err := parseApproxCap(o.budgetApprox)
-	if err != nil {
-		return err
-	}
-	opts := []release.Option{release.WithStore(st), release.WithFresh(o.fresh), release.WithCap(ledger.Cap{Eps: o.budget, Rho: rhoCap}), release.WithExposure(o.exposure)}
-	if cmd.Flags().Changed("seed") {
-		opts = append(opts, release.WithSeed(o.seed))
-	}
-	opts = append(opts, release.WithSampler(o.sampler))
-	if err := o.predf.fromModel(cmd, m); err != nil {
-		return fmt.Errorf("%s: %w", o.modelPath, err)
-	}
-	sc, err := o.predf.fit(m.Score, g, prot)
-	if err != nil {
-		return fmt.Errorf("%s: %w", o.modelPath, err)
-	}
-	opts = append(opts, release.WithScorer(sc))
-	rec, err := release.New(m, g, prot, opts...)
+	rec, scName, err := o.recommender(cmd, st, m, g, prot)
 	if err != nil {
 		return err
 	}
@@ -169,12 +158,45 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 		src = fmt.Sprintf("seeded generator (seed %d, per-user streams): reproducible, NOT for deployment", o.seed)
 	}
 	header := fmt.Sprintf("private top-%d by DPLP (%s on %s, exponential mechanism): eps_p %g per random pick, at most K x eps_p = %g per fresh list; ledger %s; %s",
-		o.k, m.Variant, sc.Name(), m.EpsP, float64(o.k)*m.EpsP, o.store, src)
-	w := newRecWriter(cmd, o.format, header, m.EpsP)
+		o.k, m.Variant, scName, m.EpsP, float64(o.k)*m.EpsP, o.store, src)
+	return o.stream(ctx, cmd, rec, users, newRecWriter(cmd, o.format, header, m.EpsP))
+}
+
+// recommender builds the release path for m on g: the ledger store and its
+// caps, the noise seed, the sampler and the model's scorer fitted on g. It
+// also returns the scorer's name.
+func (o *recOptions) recommender(cmd *cobra.Command, st ledger.Store, m *model.Model, g *graph.Graph, prot *protect.Set) (*release.Recommender, string, error) {
+	rhoCap, err := parseApproxCap(o.budgetApprox)
+	if err != nil {
+		return nil, "", err
+	}
+	opts := []release.Option{release.WithStore(st), release.WithFresh(o.fresh), release.WithCap(ledger.Cap{Eps: o.budget, Rho: rhoCap}), release.WithExposure(o.exposure)}
+	if cmd.Flags().Changed("seed") {
+		opts = append(opts, release.WithSeed(o.seed))
+	}
+	opts = append(opts, release.WithSampler(o.sampler))
+	if err := o.predf.fromModel(cmd, m); err != nil {
+		return nil, "", fmt.Errorf("%s: %w", o.modelPath, err)
+	}
+	sc, err := o.predf.fit(m.Score, g, prot)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", o.modelPath, err)
+	}
+	opts = append(opts, release.WithScorer(sc))
+	rec, err := release.New(m, g, prot, opts...)
+	if err != nil {
+		return nil, "", err
+	}
+	return rec, sc.Name(), nil
+}
+
+// stream releases the users' lists in order, printing each through w, and
+// reports the charges; exit status 3 when the cap refused a list.
+func (o *recOptions) stream(ctx context.Context, cmd *cobra.Command, rec *release.Recommender, users []int32, w *recWriter) error {
 	bar := progress.New(int64(len(users)), "recommending")
 	var spent float64
 	var fresh, refused int
-	err = rec.Stream(ctx, users, o.k, func(_ int, r release.Result) error {
+	err := rec.Stream(ctx, users, o.k, func(_ int, r release.Result) error {
 		bar.Add(1)
 		if r.Err != nil {
 			refused++
