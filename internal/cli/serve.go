@@ -16,13 +16,19 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// serveOptions holds the flag values of the serve command; cfg collects the
+// service configuration.
+type serveOptions struct {
+	cfg               serve.Config
+	listen, tokenFile string
+	logLevel          string
+	grace             time.Duration
+
+	level slog.Level
+}
+
 func newServeCmd() *cobra.Command {
-	var (
-		cfg               serve.Config
-		listen, tokenFile string
-		logLevel          string
-		grace             time.Duration
-	)
+	o := &serveOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve --graph FILE --protected FILE --model MODEL --admin-token-file F [--store DSN] [--listen ADDR]",
 		Short: "Run the private recommendation service (HTTP, JSON)",
@@ -39,64 +45,88 @@ across them). SIGTERM/SIGINT stop accepting connections and finish in-flight
 requests (up to --grace).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if tokenFile == "" {
-				return fmt.Errorf("--admin-token-file F is required (a file holding the admin bearer token)")
-			}
-			if math.IsNaN(cfg.UserBudget) || cfg.UserBudget < 0 {
-				return fmt.Errorf("--user-budget must be >= 0 (inf for no cap), got %v", cfg.UserBudget)
-			}
-			if cfg.KMax < 1 {
-				return fmt.Errorf("--k-max must be >= 1, got %d", cfg.KMax)
-			}
-			if cfg.MarksRefresh < 0 {
-				return fmt.Errorf("--marks-refresh must be >= 0, got %v", cfg.MarksRefresh)
-			}
-			if grace <= 0 {
-				return fmt.Errorf("--grace must be > 0, got %v", grace)
-			}
-			var level slog.Level
-			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-				return fmt.Errorf("--log-level: %v", err)
-			}
-			raw, err := os.ReadFile(tokenFile)
-			if err != nil {
-				return fmt.Errorf("--admin-token-file: %w", err)
-			}
-			cfg.AdminToken = strings.TrimSpace(string(raw))
-			if len(cfg.AdminToken) < 16 {
-				return fmt.Errorf("--admin-token-file %s: the token must be at least 16 bytes", tokenFile)
-			}
-			log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			if st, err := os.Stat(tokenFile); err == nil && st.Mode().Perm()&0o077 != 0 {
-				log.Warn("the admin token file is readable by other users", "file", tokenFile, "mode", st.Mode().Perm().String())
-			}
-			cfg.Logger = log
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			srv, err := serve.New(cfg)
-			if err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			defer srv.Close()
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return err
-			}
-			return srv.Serve(ctx, ln, grace)
+			return o.run(cmd)
 		},
 	}
-	f := cmd.Flags()
+	o.register(cmd)
+	return cmd
+}
+
+func (o *serveOptions) register(cmd *cobra.Command) {
+	f, cfg := cmd.Flags(), &o.cfg
 	f.StringVar(&cfg.GraphPath, "graph", "", "edge list file (the current, private graph)")
 	f.StringVar(&cfg.ProtectedPath, "protected", "", "file of protected pairs `a b` (a marks b); users add their own marks through the API")
 	f.StringVar(&cfg.ModelPath, "model", "", "model file written by dplp train (triad score)")
 	f.StringVar(&cfg.StoreDSN, "store", serve.DefaultStore, "ledger store: sqlite:PATH or postgres://...")
-	f.StringVar(&listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks one, logged)")
-	f.StringVar(&tokenFile, "admin-token-file", "", "file holding the admin bearer token (>= 16 bytes; surrounding whitespace ignored)")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks one, logged)")
+	f.StringVar(&o.tokenFile, "admin-token-file", "", "file holding the admin bearer token (>= 16 bytes; surrounding whitespace ignored)")
 	f.Float64Var(&cfg.UserBudget, "user-budget", math.Inf(1), "every user's cap on total epsilon (inf: no cap)")
 	f.IntVar(&cfg.KMax, "k-max", 100, "largest list length K accepted")
 	f.DurationVar(&cfg.MarksRefresh, "marks-refresh", 5*time.Second, "poll the store for marks set through other processes at this interval (0: off)")
-	f.DurationVar(&grace, "grace", 30*time.Second, "on SIGTERM/SIGINT, wait this long for in-flight requests")
+	f.DurationVar(&o.grace, "grace", 30*time.Second, "on SIGTERM/SIGINT, wait this long for in-flight requests")
 	f.BoolVar(&cfg.AccessLog, "access-log", false, "log every request (default: errors and admin actions)")
-	f.StringVar(&logLevel, "log-level", "info", "debug, info, warn or error")
-	return cmd
+	f.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+}
+
+func (o *serveOptions) validate() error {
+	cfg := &o.cfg
+	if o.tokenFile == "" {
+		return fmt.Errorf("--admin-token-file F is required (a file holding the admin bearer token)")
+	}
+	if math.IsNaN(cfg.UserBudget) || cfg.UserBudget < 0 {
+		return fmt.Errorf("--user-budget must be >= 0 (inf for no cap), got %v", cfg.UserBudget)
+	}
+	if cfg.KMax < 1 {
+		return fmt.Errorf("--k-max must be >= 1, got %d", cfg.KMax)
+	}
+	if cfg.MarksRefresh < 0 {
+		return fmt.Errorf("--marks-refresh must be >= 0, got %v", cfg.MarksRefresh)
+	}
+	if o.grace <= 0 {
+		return fmt.Errorf("--grace must be > 0, got %v", o.grace)
+	}
+	if err := o.level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %v", err)
+	}
+	return nil
+}
+
+// readToken reads the admin token from --admin-token-file, warning through
+// log when the file is readable by other users.
+func (o *serveOptions) readToken(log *slog.Logger) error {
+	raw, err := os.ReadFile(o.tokenFile)
+	if err != nil {
+		return fmt.Errorf("--admin-token-file: %w", err)
+	}
+	o.cfg.AdminToken = strings.TrimSpace(string(raw))
+	if len(o.cfg.AdminToken) < 16 {
+		return fmt.Errorf("--admin-token-file %s: the token must be at least 16 bytes", o.tokenFile)
+	}
+	if st, err := os.Stat(o.tokenFile); err == nil && st.Mode().Perm()&0o077 != 0 {
+		log.Warn("the admin token file is readable by other users", "file", o.tokenFile, "mode", st.Mode().Perm().String())
+	}
+	return nil
+}
+
+func (o *serveOptions) run(cmd *cobra.Command) error {
+	log := slog.New(slog.NewJSONHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: o.level}))
+	if err := o.readToken(log); err != nil {
+		return err
+	}
+	o.cfg.Logger = log
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	srv, err := serve.New(o.cfg)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return err
+	}
+	return srv.Serve(ctx, ln, o.grace)
 }
