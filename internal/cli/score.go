@@ -109,14 +109,17 @@ func topCandidates(w *score.Worker, r *score.Result, n int, idx []int, zero []in
 	return out, idx, zero
 }
 
+// scoreOptions holds the flag values of the score command.
+type scoreOptions struct {
+	path, kind, format string
+	top                int
+	qf                 queryFlags
+	pf                 protFlags
+	predf              predFlags
+}
+
 func newScoreCmd() *cobra.Command {
-	var (
-		path, kind, format string
-		top                int
-		qf                 queryFlags
-		pf                 protFlags
-		predf              predFlags
-	)
+	o := &scoreOptions{}
 	cmd := &cobra.Command{
 		Use:   "score --graph FILE --score S (--query LABEL ... | --all) [flags]",
 		Short: "Score queries against all their candidates (non-private)",
@@ -132,62 +135,84 @@ hi - lo, and they have no public part (s_pub = 0).
 Columns: query, rank, candidate, s, s_pub, delta_s, s_max.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if top < 1 {
-				return fmt.Errorf("--top must be >= 1, got %d", top)
-			}
-			if format != "csv" && format != "jsonl" {
-				return fmt.Errorf("--format must be csv or jsonl, got %q", format)
-			}
-			g, _, err := loadGraph(cmd, path)
-			if err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			prot, err := pf.load(g, true)
-			if err != nil {
-				return err
-			}
-			queries, err := qf.resolve(g, "query")
-			if err != nil {
-				return err
-			}
-			sc, err := predf.fit(kind, g, prot)
-			if err != nil {
-				return err
-			}
-			pos := make(map[int32]int, len(queries))
-			for i, u := range queries {
-				pos[u] = i
-			}
-			results := make([]queryTop, len(queries))
-			bar := progress.New(int64(len(queries)), "scoring")
-			type scratch struct {
-				idx  []int
-				zero []int32
-			}
-			scr := make([]scratch, runtime.GOMAXPROCS(0))
-			err = sc.EachWorker(queries, func(worker int, w *score.Worker, r *score.Result) {
-				s := &scr[worker]
-				var t []scoredCand
-				t, s.idx, s.zero = topCandidates(w, r, top, s.idx, s.zero)
-				results[pos[r.U]] = queryTop{r.U, r.DeltaS, r.SMax, r.NumCandidates(), t}
-				bar.Add(1)
-			})
-			bar.Finish()
-			if err != nil {
-				return err
-			}
-			return writeScores(cmd, g, sc.Name(), format, results)
+			return o.run(cmd)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&path, "graph", "", "edge list file")
-	f.StringVar(&kind, "score", "", "base score: cn, aa, ra, jc, pa, node2vec, deepwalk, line, gcn, prune, struc2vec or file:PATH")
-	f.IntVar(&top, "top", 10, "candidates printed per query (>= 1)")
-	f.StringVar(&format, "format", "csv", "output format: csv or jsonl")
-	qf.register(cmd, "query")
-	pf.register(cmd, "seed")
-	predf.register(cmd)
+	o.register(cmd)
 	return cmd
+}
+
+func (o *scoreOptions) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.path, "graph", "", "edge list file")
+	f.StringVar(&o.kind, "score", "", "base score: cn, aa, ra, jc, pa, node2vec, deepwalk, line, gcn, prune, struc2vec or file:PATH")
+	f.IntVar(&o.top, "top", 10, "candidates printed per query (>= 1)")
+	f.StringVar(&o.format, "format", "csv", "output format: csv or jsonl")
+	o.qf.register(cmd, "query")
+	o.pf.register(cmd, "seed")
+	o.predf.register(cmd)
+}
+
+func (o *scoreOptions) validate() error {
+	if o.top < 1 {
+		return fmt.Errorf("--top must be >= 1, got %d", o.top)
+	}
+	if o.format != "csv" && o.format != "jsonl" {
+		return fmt.Errorf("--format must be csv or jsonl, got %q", o.format)
+	}
+	return nil
+}
+
+func (o *scoreOptions) run(cmd *cobra.Command) error {
+	g, _, err := loadGraph(cmd, o.path)
+	if err != nil {
+		return err
+	}
+	prot, err := o.pf.load(g, true)
+	if err != nil {
+		return err
+	}
+	queries, err := o.qf.resolve(g, "query")
+	if err != nil {
+		return err
+	}
+	sc, err := o.predf.fit(o.kind, g, prot)
+	if err != nil {
+		return err
+	}
+	results, err := scoreTops(sc, queries, o.top)
+	if err != nil {
+		return err
+	}
+	return writeScores(cmd, g, sc.Name(), o.format, results)
+}
+
+// scoreTops scores every query against all its candidates on all cores and
+// keeps each query's top candidates, in query order.
+func scoreTops(sc *score.Scorer, queries []int32, top int) ([]queryTop, error) {
+	pos := make(map[int32]int, len(queries))
+	for i, u := range queries {
+		pos[u] = i
+	}
+	results := make([]queryTop, len(queries))
+	bar := progress.New(int64(len(queries)), "scoring")
+	type scratch struct {
+		idx  []int
+		zero []int32
+	}
+	scr := make([]scratch, runtime.GOMAXPROCS(0))
+	err := sc.EachWorker(queries, func(worker int, w *score.Worker, r *score.Result) {
+		s := &scr[worker]
+		var t []scoredCand
+		t, s.idx, s.zero = topCandidates(w, r, top, s.idx, s.zero)
+		results[pos[r.U]] = queryTop{r.U, r.DeltaS, r.SMax, r.NumCandidates(), t}
+		bar.Add(1)
+	})
+	bar.Finish()
+	return results, err
 }
 
 func writeScores(cmd *cobra.Command, g *graph.Graph, name, format string, results []queryTop) error {
