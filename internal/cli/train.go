@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"time"
 
@@ -74,17 +75,25 @@ func (t *trainFlags) config(v train.Variant, eps float64) (train.Config, error) 
 	return c, c.Validate()
 }
 
+// trainOptions holds the flag values of the train command and, after
+// validate, the parsed predictor, variant and training configuration.
+type trainOptions struct {
+	path, kind, variant, out string
+	eps                      float64
+	seed                     uint64
+	devFrac                  float64
+	maxQueries, negPerQuery  int
+	pf                       protFlags
+	tf                       trainFlags
+	predf                    predFlags
+
+	spec predict.Spec
+	v    train.Variant
+	cfg  train.Config
+}
+
 func newTrainCmd() *cobra.Command {
-	var (
-		path, kind, variant, out string
-		eps                      float64
-		seed                     uint64
-		devFrac                  float64
-		maxQueries, negPerQuery  int
-		pf                       protFlags
-		tf                       trainFlags
-		predf                    predFlags
-	)
+	o := &trainOptions{}
 	cmd := &cobra.Command{
 		Use:   "train --graph FILE (--protected FILE | --sigma X) --score S --variant dplp|lin|umnn|dplp-pub --eps E --out MODEL",
 		Short: "Train DPLP's monotone transform and save a compiled model",
@@ -104,84 +113,99 @@ dplp-pub (adds a learned monotone h of the zero-sensitivity public score, which
 costs no privacy; privacy-model §10).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			spec, err := predict.Parse(kind)
-			if err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			v, err := deploy.ParseVariant(variant)
-			if err != nil {
-				return err
-			}
-			if err := checkEps("eps", eps, 0); err != nil {
-				return err
-			}
-			if out == "" {
-				return fmt.Errorf("--out MODEL is required")
-			}
-			if err := checkFrac("dev-frac", devFrac); err != nil || devFrac == 0 || devFrac == 1 {
-				return fmt.Errorf("--dev-frac must be in (0,1), got %v", devFrac)
-			}
-			if maxQueries < 0 || negPerQuery < 1 {
-				return fmt.Errorf("--max-queries must be >= 0 and --neg-per-query >= 1")
-			}
-			cfg, err := tf.config(v, eps)
-			if err != nil {
-				return err
-			}
-			g, _, err := loadGraph(cmd, path)
-			if err != nil {
-				return err
-			}
-			prot, err := pf.load(g, false)
-			if err != nil {
-				return err
-			}
-			errw := cmd.ErrOrStderr()
-			fmt.Fprintf(errw, "training seed %d: fixes the training split, initialisation and training noise (public data only); the model is deployable, and lists released with it draw their own noise\n", seed)
-			start := time.Now()
-			pairs, err := deploy.Sample(g, prot, deploy.SampleConfig{DevFrac: devFrac, MaxQueries: maxQueries, NegPerQuery: negPerQuery}, randx.Derive(seed, 0x666974))
-			if err != nil {
-				return err
-			}
-			bar := progress.New(int64(cfg.Epochs), "training "+string(v))
-			opt := deploy.Options{Config: &cfg, OnEpoch: func(epoch int, loss, auc float64) {
-				bar.Add(1)
-				fmt.Fprintf(errw, "epoch %3d  loss %.5f  held-out AUC %.4f\n", epoch, loss, auc)
-			}}
-			// The predictor is fitted on the public training graph only.
-			sc, err := predf.fit(kind, pairs.Train, pairs.Marks)
-			if err != nil {
-				return err
-			}
-			m, sum, err := deploy.Model(pairs, sc, spec.Name, string(v), eps, opt, seed)
-			bar.Finish()
-			if err != nil {
-				return err
-			}
-			m.Predictor = predf.spec(spec.Name)
-			m.Meta.Dataset = fmt.Sprintf("%s: public graph, %d training queries", path, len(pairs.Queries))
-			if err := model.Save(out, m); err != nil {
-				return err
-			}
-			o := cmd.OutOrStdout()
-			fmt.Fprintf(o, "model %s: score %s, variant %s, eps_p %g\n", out, m.Score, m.Variant, m.EpsP)
-			fmt.Fprintf(o, "training queries %d, epochs %d, best epoch %d, held-out AUC %.4f\n", sum.TrainQueries, sum.Epochs, sum.BestEpoch, sum.HeldOutAUC)
-			fmt.Fprintf(o, "total time %.2f s (training %.2f s, %.3f s per epoch)\n", time.Since(start).Seconds(), sum.Seconds, sum.Seconds/math.Max(1, float64(sum.Epochs)))
-			return nil
+			return o.run(cmd)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&path, "graph", "", "edge list file")
-	f.StringVar(&kind, "score", "", "base score: cn, aa, ra, jc, pa, node2vec, deepwalk, line, gcn, prune, struc2vec or file:PATH")
-	f.StringVar(&variant, "variant", "dplp", "dplp, lin, umnn or dplp-pub")
-	f.Float64Var(&eps, "eps", 0, "eps_p the model is trained for (> 0)")
-	f.StringVar(&out, "out", "", "model file to write")
-	f.Uint64Var(&seed, "seed", 1, "seed of the training split, initialisation and training noise (training uses public data only)")
-	f.Float64Var(&devFrac, "dev-frac", 0.3, "fraction of each node's public edges held out as training positives")
-	f.IntVar(&maxQueries, "max-queries", 5000, "training queries sampled uniformly from all nodes (a seeded, public choice; 0: every node). Bounds training time on large graphs: per query, scoring costs its wedges")
-	f.IntVar(&negPerQuery, "neg-per-query", 200, "negatives sampled per training query")
-	pf.register(cmd, "protect-seed")
-	tf.register(cmd)
-	predf.register(cmd)
+	o.register(cmd)
 	return cmd
+}
+
+func (o *trainOptions) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.path, "graph", "", "edge list file")
+	f.StringVar(&o.kind, "score", "", "base score: cn, aa, ra, jc, pa, node2vec, deepwalk, line, gcn, prune, struc2vec or file:PATH")
+	f.StringVar(&o.variant, "variant", "dplp", "dplp, lin, umnn or dplp-pub")
+	f.Float64Var(&o.eps, "eps", 0, "eps_p the model is trained for (> 0)")
+	f.StringVar(&o.out, "out", "", "model file to write")
+	f.Uint64Var(&o.seed, "seed", 1, "seed of the training split, initialisation and training noise (training uses public data only)")
+	f.Float64Var(&o.devFrac, "dev-frac", 0.3, "fraction of each node's public edges held out as training positives")
+	f.IntVar(&o.maxQueries, "max-queries", 5000, "training queries sampled uniformly from all nodes (a seeded, public choice; 0: every node). Bounds training time on large graphs: per query, scoring costs its wedges")
+	f.IntVar(&o.negPerQuery, "neg-per-query", 200, "negatives sampled per training query")
+	o.pf.register(cmd, "protect-seed")
+	o.tf.register(cmd)
+	o.predf.register(cmd)
+}
+
+func (o *trainOptions) validate() error {
+	var err error
+	if o.spec, err = predict.Parse(o.kind); err != nil {
+		return err
+	}
+	if o.v, err = deploy.ParseVariant(o.variant); err != nil {
+		return err
+	}
+	if err := checkEps("eps", o.eps, 0); err != nil {
+		return err
+	}
+	if o.out == "" {
+		return fmt.Errorf("--out MODEL is required")
+	}
+	if err := checkFrac("dev-frac", o.devFrac); err != nil || o.devFrac == 0 || o.devFrac == 1 {
+		return fmt.Errorf("--dev-frac must be in (0,1), got %v", o.devFrac)
+	}
+	if o.maxQueries < 0 || o.negPerQuery < 1 {
+		return fmt.Errorf("--max-queries must be >= 0 and --neg-per-query >= 1")
+	}
+	o.cfg, err = o.tf.config(o.v, o.eps)
+	return err
+}
+
+func (o *trainOptions) run(cmd *cobra.Command) error {
+	g, _, err := loadGraph(cmd, o.path)
+	if err != nil {
+		return err
+	}
+	prot, err := o.pf.load(g, false)
+	if err != nil {
+		return err
+	}
+	errw := cmd.ErrOrStderr()
+	fmt.Fprintf(errw, "training seed %d: fixes the training split, initialisation and training noise (public data only); the model is deployable, and lists released with it draw their own noise\n", o.seed)
+	start := time.Now()
+	pairs, err := deploy.Sample(g, prot, deploy.SampleConfig{DevFrac: o.devFrac, MaxQueries: o.maxQueries, NegPerQuery: o.negPerQuery}, randx.Derive(o.seed, 0x666974))
+	if err != nil {
+		return err
+	}
+	bar := progress.New(int64(o.cfg.Epochs), "training "+string(o.v))
+	opt := deploy.Options{Config: &o.cfg, OnEpoch: func(epoch int, loss, auc float64) {
+		bar.Add(1)
+		fmt.Fprintf(errw, "epoch %3d  loss %.5f  held-out AUC %.4f\n", epoch, loss, auc)
+	}}
+	// The predictor is fitted on the public training graph only.
+	sc, err := o.predf.fit(o.kind, pairs.Train, pairs.Marks)
+	if err != nil {
+		return err
+	}
+	m, sum, err := deploy.Model(pairs, sc, o.spec.Name, string(o.v), o.eps, opt, o.seed)
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	m.Predictor = o.predf.spec(o.spec.Name)
+	m.Meta.Dataset = fmt.Sprintf("%s: public graph, %d training queries", o.path, len(pairs.Queries))
+	if err := model.Save(o.out, m); err != nil {
+		return err
+	}
+	o.print(cmd.OutOrStdout(), m, sum, start)
+	return nil
+}
+
+// print reports the saved model and its training.
+func (o *trainOptions) print(w io.Writer, m *model.Model, sum deploy.Summary, start time.Time) {
+	fmt.Fprintf(w, "model %s: score %s, variant %s, eps_p %g\n", o.out, m.Score, m.Variant, m.EpsP)
+	fmt.Fprintf(w, "training queries %d, epochs %d, best epoch %d, held-out AUC %.4f\n", sum.TrainQueries, sum.Epochs, sum.BestEpoch, sum.HeldOutAUC)
+	fmt.Fprintf(w, "total time %.2f s (training %.2f s, %.3f s per epoch)\n", time.Since(start).Seconds(), sum.Seconds, sum.Seconds/math.Max(1, float64(sum.Epochs)))
 }
