@@ -17,7 +17,16 @@ func newExperimentCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "experiment [--preset table1|table1-emb|theory | --config FILE] [grid flags] [--out DIR]",
 		Short: "Run a grid of experiments: datasets x scores x methods x eps (or budgets) x sigma x K x seeds",
-		Long: `Runs the paper's protocol over a grid of cells (dataset, score, method,
+		Long:  experimentLong,
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runExperiment(cmd, flags) },
+	}
+	flags = experiment.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// experimentLong is the experiment command's help text.
+const experimentLong = `Runs the paper's protocol over a grid of cells (dataset, score, method,
 calibration, protocol, eps_p, sigma, K, seed). For each split (dataset, protocol,
 sigma, seed) it holds out test pairs, draws protection marks, trains DPLP's
 transforms when a DPLP method is asked for, and releases a top-K list for every
@@ -41,37 +50,35 @@ budget) next to the derived eps_p. DPLP-pub is charged only for its random
 picks, so its spend is at most the budget. Output files are replaced atomically and must be
 regular files. Everything is seeded (seeds 0..N-1) and reproducible: embedding
 predictors train deterministically, so equal seeds give equal results on any
-number of cores.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := flags.Config()
-			if err != nil {
-				return err
-			}
-			if flags.Out == "" {
-				return fmt.Errorf("--out DIR is required")
-			}
-			for _, c := range cfg.Calibrations {
-				if c == "reference" {
-					fmt.Fprintln(cmd.ErrOrStderr(), calib.Warning)
-				}
-			}
-			for _, p := range cfg.Protocols {
-				if p == "reference" {
-					fmt.Fprintln(cmd.ErrOrStderr(), "WARNING: the reference protocol reads protected data (the authors' split and training pairs): no method under it carries the stated guarantee, whatever the calibration")
-				}
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-			defer stop()
-			start := time.Now()
-			if err := experiment.Run(ctx, cfg, flags.Out, cmd.ErrOrStderr()); err != nil {
-				return err
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (results.json, results.csv, summary.md, plots/) in %.1f s; randomness: seeded generators (seeds 0..%d), reproducible\n",
-				flags.Out, time.Since(start).Seconds(), max(cfg.Seeds, 1)-1)
-			return err
-		},
+number of cores.`
+
+// runExperiment runs the grid the flags describe, with a warning for every
+// reproduction mode that carries no guarantee.
+func runExperiment(cmd *cobra.Command, flags *experiment.Flags) error {
+	cfg, err := flags.Config()
+	if err != nil {
+		return err
 	}
-	flags = experiment.AddFlags(cmd.Flags())
-	return cmd
+	if flags.Out == "" {
+		return fmt.Errorf("--out DIR is required")
+	}
+	for _, c := range cfg.Calibrations {
+		if c == "reference" {
+			fmt.Fprintln(cmd.ErrOrStderr(), calib.Warning)
+		}
+	}
+	for _, p := range cfg.Protocols {
+		if p == "reference" {
+			fmt.Fprintln(cmd.ErrOrStderr(), "WARNING: the reference protocol reads protected data (the authors' split and training pairs): no method under it carries the stated guarantee, whatever the calibration")
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	start := time.Now()
+	if err := experiment.Run(ctx, cfg, flags.Out, cmd.ErrOrStderr()); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (results.json, results.csv, summary.md, plots/) in %.1f s; randomness: seeded generators (seeds 0..%d), reproducible\n",
+		flags.Out, time.Since(start).Seconds(), max(cfg.Seeds, 1)-1)
+	return err
 }
