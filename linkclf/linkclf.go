@@ -28,6 +28,7 @@ package linkclf
 import (
 	"errors"
 	"fmt"
+	"github.com/dplp/dplp/internal/numeric"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -233,7 +234,7 @@ func SampleNonEdges(g *graph.Graph, k int, rng *rand.Rand) ([]graph.Edge, error)
 // Prob is the predicted probability that {u, v} is an edge, in [0, 1]. It
 // does not allocate. Ids must be in [0, N).
 func (m *Model) Prob(u, v int32) float64 {
-	return sigmoid(m.logit(u, v))
+	return numeric.Sigmoid(m.logit(u, v))
 }
 
 // Logit is the classifier's decision value w . x(u, v) + b.
@@ -270,14 +271,6 @@ func (m *Model) Weights() (w []float64, b float64) {
 
 // Embedding is the embedding the model scores with.
 func (m *Model) Embedding() *embed.Embedding { return m.emb }
-
-func sigmoid(x float64) float64 {
-	if x >= 0 {
-		return 1 / (1 + math.Exp(-x))
-	}
-	e := math.Exp(x)
-	return e / (1 + e)
-}
 
 // log1pexp is log(1 + e^x) without overflow.
 func log1pexp(x float64) float64 {
@@ -375,7 +368,7 @@ func (p *problem) eval(x []float64, withGrad bool) {
 					acc[d+1] += log1pexp(-y * s)
 					if withGrad {
 						// d/ds log(1+exp(-y s)) = -y sigma(-y s)
-						gs := -y * sigmoid(-y*s)
+						gs := -y * numeric.Sigmoid(-y*s)
 						for j, f := range feat {
 							acc[j] += gs * f
 						}

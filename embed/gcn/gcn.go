@@ -3,7 +3,7 @@
 //
 // Encoder: Z = Â ReLU(Â X W1) W2 with Â = D^-1/2 (A + I) D^-1/2 (sparse CSR).
 // Input features X are the identity (so X W1 is a lookup of W1's rows),
-// optionally with a log-degree column appended. Decoder: sigmoid(z_u . z_v).
+// optionally with a log-degree column appended. Decoder: numeric.Sigmoid(z_u . z_v).
 // Loss: binary cross-entropy, mean over all edges plus mean over NegRatio
 // times as many uniformly sampled non-edges, redrawn every epoch (PyTorch
 // Geometric's GAE.recon_loss). Optimiser: full-batch Adam with L2 weight
@@ -18,6 +18,7 @@ package gcn
 import (
 	"errors"
 	"fmt"
+	"github.com/dplp/dplp/internal/numeric"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -101,7 +102,7 @@ func Train(g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total
 	if cfg.DecayIdentity {
 		wdW1 = cfg.WeightDecay
 	}
-	opt := newAdam(m.params(), cfg.LR, []float64{wdW1, cfg.WeightDecay, cfg.WeightDecay})
+	opt := numeric.NewAdam(m.params(), cfg.LR, []float64{wdW1, cfg.WeightDecay, cfg.WeightDecay}, false)
 	nneg := int(g.M()) * cfg.NegRatio
 	negs := make([]graph.Edge, 0, nneg)
 	for ep := 0; ep < cfg.Epochs; ep++ {
@@ -113,7 +114,7 @@ func Train(g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total
 		m.setNegatives(negs)
 		m.forward()
 		m.backward()
-		opt.step(m.params(), m.grads())
+		opt.Step(m.params(), m.grads())
 		if progress != nil {
 			progress(ep+1, cfg.Epochs)
 		}
@@ -373,29 +374,10 @@ func (m *model) dot(u, v int32) float64 {
 	return s
 }
 
-func sigmoid(x float64) float64 {
-	if x >= 0 {
-		return 1 / (1 + math.Exp(-x))
-	}
-	e := math.Exp(x)
-	return e / (1 + e)
-}
-
-// softplus(x) = log(1 + e^x) = -log sigmoid(-x), stably.
-func softplus(x float64) float64 {
-	if x > 35 {
-		return x
-	}
-	if x < -35 {
-		return math.Exp(x)
-	}
-	return math.Log1p(math.Exp(x))
-}
-
 // backward computes the loss and the gradients of every parameter (without
 // weight decay, which the optimiser adds).
 //
-// Loss = mean_edges softplus(-s_uv) + mean_negatives softplus(s_uv), s = z_u.z_v.
+// Loss = mean_edges numeric.Softplus(-s_uv) + mean_negatives numeric.Softplus(s_uv), s = z_u.z_v.
 func (m *model) backward() {
 	h, d, k := m.h, m.d, m.k
 	posW := 1 / float64(m.g.M())
@@ -418,13 +400,13 @@ func (m *model) backward() {
 			}
 			for _, v := range m.g.Neighbors(int32(u)) {
 				s := m.dot(int32(u), v)
-				loss += posW * softplus(-s)
-				add(v, -posW*sigmoid(-s))
+				loss += posW * numeric.Softplus(-s)
+				add(v, -posW*numeric.Sigmoid(-s))
 			}
 			for _, v := range m.negAdj[m.negOff[u]:m.negOff[u+1]] {
 				s := m.dot(int32(u), v)
-				loss += negW * softplus(s)
-				add(v, negW*sigmoid(s))
+				loss += negW * numeric.Softplus(s)
+				add(v, negW*numeric.Sigmoid(s))
 			}
 		}
 		m.partial[c][0] = loss
@@ -492,39 +474,6 @@ func (m *model) backward() {
 			for i, v := range m.partial[c][:k*h] {
 				m.dwf[i] += v
 			}
-		}
-	}
-}
-
-// adam is Adam with L2 weight decay folded into the gradient, with one
-// decay coefficient per parameter group.
-type adam struct {
-	lr, b1, b2, eps float64
-	wd              []float64
-	t               int
-	mom, vel        [][]float64
-}
-
-func newAdam(params [][]float64, lr float64, wd []float64) *adam {
-	a := &adam{lr: lr, wd: wd, b1: 0.9, b2: 0.999, eps: 1e-8}
-	for _, p := range params {
-		a.mom = append(a.mom, make([]float64, len(p)))
-		a.vel = append(a.vel, make([]float64, len(p)))
-	}
-	return a
-}
-
-func (a *adam) step(params, grads [][]float64) {
-	a.t++
-	c1 := 1 - math.Pow(a.b1, float64(a.t))
-	c2 := 1 - math.Pow(a.b2, float64(a.t))
-	for i, p := range params {
-		g, mo, ve, wd := grads[i], a.mom[i], a.vel[i], a.wd[i]
-		for j := range p {
-			gj := g[j] + wd*p[j]
-			mo[j] = a.b1*mo[j] + (1-a.b1)*gj
-			ve[j] = a.b2*ve[j] + (1-a.b2)*gj*gj
-			p[j] -= a.lr * (mo[j] / c1) / (math.Sqrt(ve[j]/c2) + a.eps)
 		}
 	}
 }

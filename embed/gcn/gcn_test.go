@@ -1,6 +1,7 @@
 package gcn
 
 import (
+	"github.com/dplp/dplp/internal/numeric"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -116,10 +117,10 @@ func refLoss(m *model, negs []graph.Edge) float64 {
 	var pos, neg float64
 	edges := m.g.EdgeList()
 	for _, e := range edges {
-		pos += -math.Log(sigmoid(dot(e.U, e.V)))
+		pos += -math.Log(numeric.Sigmoid(dot(e.U, e.V)))
 	}
 	for _, e := range negs {
-		neg += -math.Log(1 - sigmoid(dot(e.U, e.V)))
+		neg += -math.Log(1 - numeric.Sigmoid(dot(e.U, e.V)))
 	}
 	return pos/float64(len(edges)) + neg/float64(len(negs))
 }
@@ -169,8 +170,8 @@ func TestAdamStep(t *testing.T) {
 	// First Adam step moves each coordinate by -lr*sign(g + wd*p) (bias-corrected).
 	p := [][]float64{{1, -2, 3}}
 	g := [][]float64{{0.5, 0.1, -4}}
-	a := newAdam(p, 0.01, []float64{0.1})
-	a.step(p, g)
+	a := numeric.NewAdam(p, 0.01, []float64{0.1}, false)
+	a.Step(p, g)
 	want := []float64{1 - 0.01, -2 + 0.01, 3 + 0.01} // g+wd*p = 0.6, -0.1, -3.7
 	for i := range want {
 		if math.Abs(p[0][i]-want[i]) > 1e-9 {
@@ -187,7 +188,7 @@ func TestLossDecreases(t *testing.T) {
 	cfg := Defaults()
 	r := randx.Seeded(3)
 	m := newModel(g, cfg, 2, r)
-	opt := newAdam(m.params(), cfg.LR, []float64{0, 0, 0})
+	opt := numeric.NewAdam(m.params(), cfg.LR, []float64{0, 0, 0}, false)
 	negs, err := linkclf.SampleNonEdges(g, int(g.M()), r)
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +201,7 @@ func TestLossDecreases(t *testing.T) {
 		if ep == 0 {
 			first = m.loss
 		}
-		opt.step(m.params(), m.grads())
+		opt.Step(m.params(), m.grads())
 	}
 	m.forward()
 	m.backward()

@@ -5,7 +5,7 @@
 // Every node u has a free embedding e_u. A Siamese network maps it, with
 // weights shared by all nodes, to
 //
-//	ranking score  pi_u = softplus(w_or . elu(W_hr e_u + b_hr) + b_or)
+//	ranking score  pi_u = numeric.Softplus(w_or . elu(W_hr e_u + b_hr) + b_or)
 //	proximity rep  z_u  = relu(W_op elu(W_hp e_u + b_hp) + b_op)
 //
 // and for every arc (u, v) of the graph (both directions of each undirected
@@ -29,6 +29,7 @@ package prune
 import (
 	"errors"
 	"fmt"
+	"github.com/dplp/dplp/internal/numeric"
 	"math"
 	"math/rand/v2"
 
@@ -105,7 +106,7 @@ func Train(g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total
 func fit(g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total int)) (*model, *arcs) {
 	arcs := newArcs(g, cfg.Alpha)
 	m := newModel(g.N(), cfg, rng)
-	opt := newAdam(m.params(), cfg.LR)
+	opt := numeric.NewAdam(m.params(), cfg.LR, nil, true)
 	b := newBatch(cfg, min(cfg.Batch, len(arcs.head)))
 	perm := make([]int32, len(arcs.head))
 	for i := range perm {
@@ -117,7 +118,7 @@ func fit(g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total i
 			b.load(arcs, perm[lo:min(lo+cfg.Batch, len(perm))])
 			m.zeroGrad()
 			m.forwardBackward(b)
-			opt.step(m.params(), m.grads())
+			opt.Step(m.params(), m.grads())
 		}
 		if progress != nil {
 			progress(ep+1, cfg.Epochs)
@@ -278,24 +279,6 @@ func elu(x float64) float64 {
 	return math.Expm1(x)
 }
 
-func softplus(x float64) float64 {
-	if x > 35 {
-		return x
-	}
-	if x < -35 {
-		return math.Exp(x)
-	}
-	return math.Log1p(math.Exp(x))
-}
-
-func sigmoid(x float64) float64 {
-	if x >= 0 {
-		return 1 / (1 + math.Exp(-x))
-	}
-	e := math.Exp(x)
-	return e / (1 + e)
-}
-
 // forwardBackward computes the batch loss (mean over arcs) and adds its
 // gradient to the model's gradient buffers.
 func (m *model) forwardBackward(b *batch) {
@@ -316,14 +299,14 @@ func (m *model) forwardBackward(b *batch) {
 	for i := range b.a[:r2*h2] {
 		b.l[i] = elu(b.a[i])
 	}
-	// Rank: or = L[:, :h] w_or + b_or; pi = softplus(or).
+	// Rank: or = L[:, :h] w_or + b_or; pi = numeric.Softplus(or).
 	for i := 0; i < r2; i++ {
 		s := m.bor[0]
 		for j, w := range m.wor {
 			s += b.l[i*h2+j] * w
 		}
 		b.or[i] = s
-		b.pi[i] = softplus(s)
+		b.pi[i] = numeric.Softplus(s)
 	}
 	// Prox: Op = L[:, h:] W_op + b_op; Z = relu(Op).
 	Lp := generalView(r2, h, h2, h, b.l)
@@ -362,8 +345,8 @@ func (m *model) forwardBackward(b *batch) {
 		rankLoss += b.inDeg[i] * delta * delta
 		dpiH := m.lambda * invB * 2 * b.inDeg[i] * delta / b.outDeg[i]
 		dpiT := -m.lambda * invB * 2 * delta
-		b.dor[i] = dpiH * sigmoid(b.or[i])
-		b.dor[B+i] = dpiT * sigmoid(b.or[B+i])
+		b.dor[i] = dpiH * numeric.Sigmoid(b.or[i])
+		b.dor[B+i] = dpiT * numeric.Sigmoid(b.or[B+i])
 	}
 	b.loss = (proxLoss + m.lambda*rankLoss) * invB
 	// dZt = dT relu(W_s)^T; d relu(W_s) = Zt^T dT.
@@ -421,39 +404,6 @@ func (m *model) forwardBackward(b *batch) {
 		g := m.dEmb[u*d : (u+1)*d]
 		for j, v := range b.dx[i*d : (i+1)*d] {
 			g[j] += v
-		}
-	}
-}
-
-// adam is the Adam optimiser with TensorFlow's defaults. Every parameter,
-// including embedding rows outside the batch, moves at every step: TF1's
-// Adam applies its momentum to whole variables even for sparse gradients,
-// which the reference relies on.
-type adam struct {
-	lr, b1, b2, eps float64
-	t               int
-	mom, vel        [][]float64
-}
-
-func newAdam(params [][]float64, lr float64) *adam {
-	a := &adam{lr: lr, b1: 0.9, b2: 0.999, eps: 1e-8}
-	for _, p := range params {
-		a.mom = append(a.mom, make([]float64, len(p)))
-		a.vel = append(a.vel, make([]float64, len(p)))
-	}
-	return a
-}
-
-func (a *adam) step(params, grads [][]float64) {
-	a.t++
-	// TF's form: lr_t = lr sqrt(1-b2^t)/(1-b1^t), eps added to sqrt(v).
-	lrT := a.lr * math.Sqrt(1-math.Pow(a.b2, float64(a.t))) / (1 - math.Pow(a.b1, float64(a.t)))
-	for i, p := range params {
-		g, mo, ve := grads[i], a.mom[i], a.vel[i]
-		for j := range p {
-			mo[j] = a.b1*mo[j] + (1-a.b1)*g[j]
-			ve[j] = a.b2*ve[j] + (1-a.b2)*g[j]*g[j]
-			p[j] -= lrT * mo[j] / (math.Sqrt(ve[j]) + a.eps)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package prune
 
 import (
+	"github.com/dplp/dplp/internal/numeric"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -150,8 +151,8 @@ func TestPMI(t *testing.T) {
 func TestAdamFirstStep(t *testing.T) {
 	// TF-style Adam's first step is -lr * g/(|g| + eps') for every coordinate.
 	p := [][]float64{{1, -2}}
-	a := newAdam(p, 0.1)
-	a.step(p, [][]float64{{3, -0.5}})
+	a := numeric.NewAdam(p, 0.1, nil, true)
+	a.Step(p, [][]float64{{3, -0.5}})
 	if math.Abs(p[0][0]-0.9) > 1e-6 || math.Abs(p[0][1]+1.9) > 1e-6 {
 		t.Errorf("after one step %v, want [0.9 -1.9]", p[0])
 	}
@@ -168,7 +169,7 @@ func TestLossDecreases(t *testing.T) {
 	r := randx.Seeded(3)
 	a := newArcs(g, cfg.Alpha)
 	m := newModel(g.N(), cfg, r)
-	opt := newAdam(m.params(), cfg.LR)
+	opt := numeric.NewAdam(m.params(), cfg.LR, nil, true)
 	all := make([]int32, len(a.head))
 	for i := range all {
 		all[i] = int32(i)
@@ -182,7 +183,7 @@ func TestLossDecreases(t *testing.T) {
 		if it == 0 {
 			first = b.loss
 		}
-		opt.step(m.params(), m.grads())
+		opt.Step(m.params(), m.grads())
 	}
 	m.zeroGrad()
 	m.forwardBackward(b)
