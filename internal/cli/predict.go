@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/dplp/dplp/internal/predflags"
 	"io"
 	"text/tabwriter"
 
@@ -16,31 +17,15 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// predFlags configure the embedding and file predictors.
-type predFlags struct {
-	feature   string
-	dim       int
-	epochs    int
-	p, q      float64
-	lo, hi    float64
-	embedSeed uint64
-}
+// predFlags configure the embedding and file predictors (internal/predflags:
+// the same flags, defaults and help as the experiment configuration).
+type predFlags struct{ v predflags.Values }
 
-func (f *predFlags) register(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.StringVar(&f.feature, "feature", "hadamard", "link-classifier edge feature of embedding scores: hadamard (z_u * z_v, default) or absdiff (|z_u - z_v|, the authors' choice)")
-	fl.IntVar(&f.dim, "dim", 0, "embedding scores: dimension (0: 80, the paper's)")
-	fl.IntVar(&f.epochs, "emb-epochs", 0, "gcn/prune: training epochs (0: the paper's)")
-	fl.Float64Var(&f.p, "n2v-p", 1, "node2vec: return parameter p")
-	fl.Float64Var(&f.q, "n2v-q", 1, "node2vec: in-out parameter q")
-	fl.Float64Var(&f.lo, "lo", 0, "file:PATH scores: lower end of the declared range")
-	fl.Float64Var(&f.hi, "hi", 1, "file:PATH scores: upper end of the declared range")
-	fl.Uint64Var(&f.embedSeed, "embed-seed", 1, "embedding scores: seed of the embedding and classifier (training is deterministic: equal seeds give equal scores on any number of cores)")
-}
+func (f *predFlags) register(cmd *cobra.Command) { predflags.Register(cmd.Flags(), &f.v, true) }
 
 // spec records the predictor and the flags' options in a model.
 func (f *predFlags) spec(name string) *model.PredictorSpec {
-	return &model.PredictorSpec{Name: name, Feature: f.feature, Dim: f.dim, Epochs: f.epochs, P: f.p, Q: f.q, Lo: f.lo, Hi: f.hi, Seed: f.embedSeed}
+	return &model.PredictorSpec{Name: name, Feature: f.v.Feature, Dim: f.v.Dim, Epochs: f.v.Epochs, P: f.v.P, Q: f.v.Q, Lo: f.v.Lo, Hi: f.v.Hi, Seed: f.v.EmbedSeed}
 }
 
 // fromModel sets the predictor options from the model's recorded pipeline,
@@ -65,35 +50,35 @@ func (f *predFlags) fromModel(cmd *cobra.Command, m *model.Model) error {
 		return nil
 	}
 	for _, c := range []error{
-		check("feature", f.feature, ps.Feature), check("dim", f.dim, ps.Dim), check("emb-epochs", f.epochs, ps.Epochs),
-		check("n2v-p", f.p, ps.P), check("n2v-q", f.q, ps.Q), check("lo", f.lo, ps.Lo), check("hi", f.hi, ps.Hi),
-		check("embed-seed", f.embedSeed, ps.Seed),
+		check("feature", f.v.Feature, ps.Feature), check("dim", f.v.Dim, ps.Dim), check("emb-epochs", f.v.Epochs, ps.Epochs),
+		check("n2v-p", f.v.P, ps.P), check("n2v-q", f.v.Q, ps.Q), check("lo", f.v.Lo, ps.Lo), check("hi", f.v.Hi, ps.Hi),
+		check("embed-seed", f.v.EmbedSeed, ps.Seed),
 	} {
 		if c != nil {
 			return c
 		}
 	}
-	f.feature, f.dim, f.epochs, f.p, f.q, f.lo, f.hi, f.embedSeed = ps.Feature, ps.Dim, ps.Epochs, ps.P, ps.Q, ps.Lo, ps.Hi, ps.Seed
+	f.v.Feature, f.v.Dim, f.v.Epochs, f.v.P, f.v.Q, f.v.Lo, f.v.Hi, f.v.EmbedSeed = ps.Feature, ps.Dim, ps.Epochs, ps.P, ps.Q, ps.Lo, ps.Hi, ps.Seed
 	return nil
 }
 
 func (f *predFlags) options(desc string) (predict.Options, error) {
-	feat, err := linkclf.ParseFeature(f.feature)
+	feat, err := linkclf.ParseFeature(f.v.Feature)
 	if err != nil {
 		return predict.Options{}, err
 	}
-	if f.dim < 0 || f.epochs < 0 {
+	if f.v.Dim < 0 || f.v.Epochs < 0 {
 		return predict.Options{}, fmt.Errorf("--dim and --emb-epochs must be >= 0")
 	}
-	for _, c := range []error{checkPos("n2v-p", f.p), checkPos("n2v-q", f.q), checkFinite("lo", f.lo), checkFinite("hi", f.hi)} {
+	for _, c := range []error{checkPos("n2v-p", f.v.P), checkPos("n2v-q", f.v.Q), checkFinite("lo", f.v.Lo), checkFinite("hi", f.v.Hi)} {
 		if c != nil {
 			return predict.Options{}, c
 		}
 	}
-	if !(f.hi > f.lo) {
-		return predict.Options{}, fmt.Errorf("--lo must be below --hi, got [%v, %v]", f.lo, f.hi)
+	if !(f.v.Hi > f.v.Lo) {
+		return predict.Options{}, fmt.Errorf("--lo must be below --hi, got [%v, %v]", f.v.Lo, f.v.Hi)
 	}
-	o := predict.Options{Seed: f.embedSeed, Feature: feat, Dim: f.dim, Epochs: f.epochs, P: f.p, Q: f.q, Lo: f.lo, Hi: f.hi}
+	o := predict.Options{Seed: f.v.EmbedSeed, Feature: feat, Dim: f.v.Dim, Epochs: f.v.Epochs, P: f.v.P, Q: f.v.Q, Lo: f.v.Lo, Hi: f.v.Hi}
 	return o, nil
 }
 

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"fmt"
+	"github.com/dplp/dplp/internal/predflags"
 	"strconv"
 	"strings"
 
@@ -16,8 +17,9 @@ type Flags struct {
 	DataDir    string // --data-dir (table1 preset)
 	Out        string // --out
 
-	fs  *pflag.FlagSet
-	cfg Config // flag values
+	fs   *pflag.FlagSet
+	cfg  Config           // flag values
+	pred predflags.Values // predictor flag values
 }
 
 // AddFlags registers the experiment flags on fs (for cobra:
@@ -44,13 +46,10 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.Float64Var(&c.NonEdgeFrac, "protect-nonedges", 0, "also protect this fraction of non-edges (clean and deployment protocols)")
 	fs.IntVar(&c.MaxNegatives, "max-negatives", 0, "cap test and dev negatives per query (0: no cap)")
 	fs.IntVar(&c.Workers, "workers", 0, "cells evaluated at once (each is parallel inside; 0 means 2)")
-	fs.StringVar(&c.Predictor.Feature, "feature", "hadamard", "link-classifier edge feature of embedding scores: hadamard (z_u * z_v, default) or absdiff (|z_u - z_v|, the authors' choice)")
-	fs.IntVar(&c.Predictor.Dim, "dim", 0, "embedding predictors: dimension (0: 80, the paper's)")
-	fs.IntVar(&c.Predictor.Epochs, "emb-epochs", 0, "gcn/prune predictors: training epochs (0: the paper's)")
-	fs.Float64Var(&c.Predictor.P, "n2v-p", 0, "node2vec: return parameter p (0: 1)")
-	fs.Float64Var(&c.Predictor.Q, "n2v-q", 0, "node2vec: in-out parameter q (0: 1)")
-	fs.Float64Var(&c.Predictor.Lo, "lo", 0, "file:PATH scores: lower end of the declared range (lo = hi = 0: [0, 1])")
-	fs.Float64Var(&c.Predictor.Hi, "hi", 0, "file:PATH scores: upper end of the declared range")
+	// The predictor flags are the commands' own (internal/predflags), so
+	// their defaults cannot drift; only flags given explicitly override the
+	// configuration (see Config).
+	predflags.Register(fs, &f.pred, false)
 	return f
 }
 
@@ -149,13 +148,13 @@ func (f *Flags) Config() (Config, error) {
 	set("protect-nonedges", func() { cfg.NonEdgeFrac = c.NonEdgeFrac })
 	set("max-negatives", func() { cfg.MaxNegatives = c.MaxNegatives })
 	set("workers", func() { cfg.Workers = c.Workers })
-	set("feature", func() { cfg.Predictor.Feature = c.Predictor.Feature })
-	set("dim", func() { cfg.Predictor.Dim = c.Predictor.Dim })
-	set("emb-epochs", func() { cfg.Predictor.Epochs = c.Predictor.Epochs })
-	set("n2v-p", func() { cfg.Predictor.P = c.Predictor.P })
-	set("n2v-q", func() { cfg.Predictor.Q = c.Predictor.Q })
-	set("lo", func() { cfg.Predictor.Lo = c.Predictor.Lo })
-	set("hi", func() { cfg.Predictor.Hi = c.Predictor.Hi })
+	set("feature", func() { cfg.Predictor.Feature = f.pred.Feature })
+	set("dim", func() { cfg.Predictor.Dim = f.pred.Dim })
+	set("emb-epochs", func() { cfg.Predictor.Epochs = f.pred.Epochs })
+	set("n2v-p", func() { cfg.Predictor.P = f.pred.P })
+	set("n2v-q", func() { cfg.Predictor.Q = f.pred.Q })
+	set("lo", func() { cfg.Predictor.Lo = f.pred.Lo })
+	set("hi", func() { cfg.Predictor.Hi = f.pred.Hi })
 	if cfg.Theory != nil {
 		// Grid flags do not apply to the theory experiment, except seeds.
 		set("seeds", func() { cfg.Theory.Seeds = c.Seeds })
