@@ -410,3 +410,46 @@ func TestAutoSampler(t *testing.T) {
 		t.Fatal("unknown sampler accepted")
 	}
 }
+
+// A cancelled context stops a stream at the next window: no further lists
+// are sampled or charged.
+func TestStreamCancel(t *testing.T) {
+	g, p, m := fixture(t)
+	st := openStore(t)
+	rec, err := release.New(m, g, p, release.WithStore(st), release.WithFresh(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3 * 4096 // three windows
+	users := make([]int32, 0, n)
+	for len(users) < n {
+		users = append(users, allUsers(g)...)
+	}
+	users = users[:n]
+	ctx, cancel := context.WithCancel(context.Background())
+	emitted := 0
+	err = rec.Stream(ctx, users, 5, func(int, release.Result) error {
+		emitted++
+		if emitted == 1 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if emitted > 4096 {
+		t.Fatalf("%d lists emitted after cancellation in the first window", emitted)
+	}
+	sp, err := st.Users(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, s := range sp {
+		total += s.Releases
+	}
+	if total > 4096 {
+		t.Fatalf("%d releases charged, want at most one window", total)
+	}
+}
