@@ -125,10 +125,12 @@ func (t *trainer) startHelper() {
 	if runtime.GOMAXPROCS(0) < 2 {
 		return
 	}
-	t.startHelperForTest()
+	t.launchHelper()
 }
 
-func (t *trainer) startHelperForTest() {
+// launchHelper starts the helper goroutine whatever the CPU count (tests
+// use it to exercise the two-goroutine path on one CPU).
+func (t *trainer) launchHelper() {
 	if t.hp != nil {
 		return
 	}

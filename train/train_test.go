@@ -503,7 +503,7 @@ func TestHelperMatchesSequential(t *testing.T) {
 		}, v.Public())
 		seq, par := newTestTrainer(t, v, 16), newTestTrainer(t, v, 16)
 		par.hp = nil
-		par.startHelperForTest()
+		par.launchHelper()
 		defer par.stopHelper()
 		for step := 0; step < 4; step++ {
 			for i := range qs {
