@@ -31,6 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dplp/dplp/internal/par"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -474,36 +475,32 @@ func (r *Recommender) window(ctx context.Context, users []int32, k int, nw int) 
 		todo = append(todo, i)
 	}
 	outs := make([]Outcome, len(users))
-	errs := make([]error, len(users))
-	var next sync.Mutex
-	pos := 0
-	var wg sync.WaitGroup
-	for range min(nw, len(todo)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ws := r.state()
-			defer r.pool.Put(ws)
-			for {
-				next.Lock()
-				j := pos
-				pos++
-				next.Unlock()
-				if j >= len(todo) {
-					return
-				}
-				i := todo[j]
-				outs[i], errs[i] = r.sample(ws, users[i], k, 0)
-				// Sampler buffers are reused: copy the ids out.
-				outs[i].IDs = append([]int32(nil), outs[i].IDs...)
-			}
-		}()
-	}
-	wg.Wait()
-	for _, i := range todo {
-		if errs[i] != nil {
-			return nil, errs[i]
+	// Each user's generator comes from the user (seeded runs) or is the
+	// worker's crypto stream, so the lists do not depend on scheduling.
+	var states []*workerState
+	var mu sync.Mutex
+	err := par.Run(ctx, len(todo), par.Options{Workers: nw}, func(int) *workerState {
+		ws := r.state()
+		mu.Lock()
+		states = append(states, ws)
+		mu.Unlock()
+		return ws
+	}, func(ws *workerState, j int) error {
+		i := todo[j]
+		out, err := r.sample(ws, users[i], k, 0)
+		if err != nil {
+			return err
 		}
+		// Sampler buffers are reused: copy the ids out.
+		out.IDs = append([]int32(nil), out.IDs...)
+		outs[i] = out
+		return nil
+	})
+	for _, ws := range states {
+		r.pool.Put(ws)
+	}
+	if err != nil {
+		return nil, err
 	}
 	recs := make([]ledger.Release, len(todo))
 	for j, i := range todo {

@@ -19,13 +19,14 @@
 package score
 
 import (
+	"context"
+
 	"fmt"
+	"github.com/dplp/dplp/internal/par"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/protect"
@@ -353,27 +354,8 @@ func (s *Scorer) paSensitivities() {
 // parallelNodes runs f(u) for every node on GOMAXPROCS goroutines; mk makes
 // one f per goroutine (so it may own scratch buffers).
 func parallelNodes(n int, mk func() func(u int32)) {
-	nw := min(runtime.GOMAXPROCS(0), max(1, n/256))
-	var next atomic.Int64
-	const chunk = 64
-	var wg sync.WaitGroup
-	for range nw {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f := mk()
-			for {
-				lo := int(next.Add(chunk)) - chunk
-				if lo >= n {
-					return
-				}
-				for u := lo; u < min(lo+chunk, n); u++ {
-					f(int32(u))
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	par.Run(context.Background(), n, par.Options{Chunk: 64, MinPerWorker: 256}, func(int) func(u int32) { return mk() },
+		func(f func(u int32), u int) error { f(int32(u)); return nil })
 }
 
 // Pair is the brute-force reference for one pair, straight from the

@@ -1,11 +1,11 @@
 package protocol
 
 import (
+	"context"
+
+	"github.com/dplp/dplp/internal/par"
 	"math/rand/v2"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 )
 
 // sampler is one worker's reusable state for drawing uniform k-subsets
@@ -138,31 +138,10 @@ func seeds(rng *rand.Rand, n int) []uint64 {
 // parallel runs fn(worker, i) for i in [0, n) on up to GOMAXPROCS workers,
 // giving each worker its own sampler over node ids [0, nodes).
 func parallel(n, nodes int, fn func(s *sampler, i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 {
-		s := newSampler(nodes)
-		for i := 0; i < n; i++ {
-			fn(s, i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := newSampler(nodes)
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				fn(s, i)
-			}
-		}()
-	}
-	wg.Wait()
+	// Each item draws from its own stream (sampler.reset with the item's
+	// seed), so the result does not depend on the worker.
+	par.Run(context.Background(), n, par.Options{}, func(int) *sampler { return newSampler(nodes) },
+		func(s *sampler, i int) error { fn(s, i); return nil })
 }
 
 // pairSet is a set of undirected pairs stored, for each lower endpoint, as a
