@@ -60,6 +60,10 @@ type Config struct {
 	// default refuses rather than spends. NaN and negative values are
 	// invalid.
 	UserBudget float64
+	// UserRhoCap caps every user's total zCDP rho (each list records its
+	// rho; an (eps, delta) budget converts to the largest rho that
+	// guarantees it, accountant.MaxRho). 0 or +Inf means no rho cap.
+	UserRhoCap float64
 	// KMax is the largest list length K accepted (default 100).
 	KMax int
 	// MaxBodyBytes limits request bodies (default 1 MiB).
@@ -137,6 +141,9 @@ func New(cfg Config) (*Server, error) {
 	if len(cfg.AdminToken) < 16 {
 		return nil, errors.New("serve: the admin token must be at least 16 bytes")
 	}
+	if math.IsNaN(cfg.UserRhoCap) || cfg.UserRhoCap < 0 {
+		return nil, fmt.Errorf("serve: user rho cap must be >= 0 (0 or +Inf for no cap), got %v", cfg.UserRhoCap)
+	}
 	if math.IsNaN(cfg.UserBudget) || cfg.UserBudget < 0 {
 		return nil, fmt.Errorf("serve: user budget must be >= 0 (+Inf for no cap), got %v", cfg.UserBudget)
 	}
@@ -158,7 +165,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, cap: ledger.Cap{Eps: cfg.UserBudget, Rho: math.Inf(1)},
+	s := &Server{cfg: cfg, log: cfg.Logger, cap: ledger.Cap{Eps: cfg.UserBudget, Rho: rhoCap(cfg.UserRhoCap)},
 		adminHash: sha256.Sum256([]byte(cfg.AdminToken)), met: newMetrics(), stop: make(chan struct{})}
 	s.rbCond = sync.NewCond(&s.rbMu)
 	base := cfg.Store
@@ -528,4 +535,12 @@ func (s *Server) internal(r *http.Request, what string, err error) *Problem {
 	}
 	s.log.Error(what+" failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	return problem(http.StatusInternalServerError, TypeInternal, what+" failed (see the server log)")
+}
+
+// rhoCap maps Config.UserRhoCap to a ledger cap (0: none).
+func rhoCap(r float64) float64 {
+	if r == 0 {
+		return math.Inf(1)
+	}
+	return r
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // run executes the CLI with args and returns stdout, stderr and the error.
@@ -317,5 +318,18 @@ func TestParseApproxCap(t *testing.T) {
 		if _, err := parseApproxCap(bad); err == nil {
 			t.Fatalf("%q accepted", bad)
 		}
+	}
+}
+
+func TestServeApproxBudgetFlag(t *testing.T) {
+	o := &serveOptions{tokenFile: "x", logLevel: "info", grace: time.Second}
+	o.cfg.KMax, o.cfg.UserBudget = 10, math.Inf(1)
+	o.budgetApprox = "3,1e-6"
+	if err := o.validate(); err != nil || !(o.cfg.UserRhoCap > 0 && o.cfg.UserRhoCap < 3) {
+		t.Fatalf("3,1e-6: rho cap %v, %v", o.cfg.UserRhoCap, err)
+	}
+	o.budgetApprox = "3"
+	if err := o.validate(); err == nil {
+		t.Fatal("malformed --user-budget-approx accepted")
 	}
 }

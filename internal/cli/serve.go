@@ -22,6 +22,7 @@ type serveOptions struct {
 	cfg               serve.Config
 	listen, tokenFile string
 	logLevel          string
+	budgetApprox      string // --user-budget-approx EPS,DELTA
 	grace             time.Duration
 
 	level slog.Level
@@ -64,6 +65,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks one, logged)")
 	f.StringVar(&o.tokenFile, "admin-token-file", "", "file holding the admin bearer token (>= 16 bytes; surrounding whitespace ignored)")
 	f.Float64Var(&cfg.UserBudget, "user-budget", math.Inf(1), "every user's cap on total epsilon (inf: no cap)")
+	f.StringVar(&o.budgetApprox, "user-budget-approx", "", "also cap every user at (EPS,DELTA)-DP under zCDP composition, e.g. 3,1e-6 (enforced as the largest zCDP rho that guarantees it)")
 	f.IntVar(&cfg.KMax, "k-max", 100, "largest list length K accepted")
 	f.DurationVar(&cfg.MarksRefresh, "marks-refresh", 5*time.Second, "poll the store for marks set through other processes at this interval (0: off)")
 	f.DurationVar(&o.grace, "grace", 30*time.Second, "on SIGTERM/SIGINT, wait this long for in-flight requests")
@@ -78,6 +80,13 @@ func (o *serveOptions) validate() error {
 	}
 	if math.IsNaN(cfg.UserBudget) || cfg.UserBudget < 0 {
 		return fmt.Errorf("--user-budget must be >= 0 (inf for no cap), got %v", cfg.UserBudget)
+	}
+	rho, err := parseApproxCap(o.budgetApprox)
+	if err != nil {
+		return err
+	}
+	if !math.IsInf(rho, 1) {
+		cfg.UserRhoCap = rho
 	}
 	if cfg.KMax < 1 {
 		return fmt.Errorf("--k-max must be >= 1, got %d", cfg.KMax)
