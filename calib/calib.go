@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/dplp/dplp/mech"
@@ -150,8 +151,8 @@ func (c *Config) Validate() error {
 	if c.Method == PublicOnly && c.Transform != nil {
 		return fmt.Errorf("calib: public-only ranks s_pub itself, without a transform")
 	}
-	if c.ExactSampler && (c.Method != Exponential || c.Lex()) {
-		return fmt.Errorf("calib: the exact sampler implements the (non-lexicographic) exponential mechanism only")
+	if c.ExactSampler && (c.Method != Exponential || c.Calibration != Rigorous) {
+		return fmt.Errorf("calib: the exact sampler implements the rigorous exponential mechanism (plain or lexicographic) only")
 	}
 	if c.Lex() && (c.Method != Exponential || c.Calibration != Rigorous) {
 		return fmt.Errorf("calib: the lexicographic mechanism (DPLP-pub) is the exponential mechanism with the rigorous calibration, got %s/%s", c.Method, c.Calibration)
@@ -266,7 +267,75 @@ func (p *Plan) SampleWithPub(u *mech.Utilities, pub []float64, k int, r *rand.Ra
 	if !p.lex {
 		return p.Sample(u, k, r, dst)
 	}
+	if p.cfg.ExactSampler && !p.Exact() {
+		return exactLexTopK(u, pub, k, p.cfg.Eps, p.Delta, r, dst)
+	}
 	return mech.LexTopK(u, pub, nil, k, p.Scale, r, dst)
+}
+
+// exactLexTopK is the lexicographic mechanism with the exact base-2
+// sampler inside each group: groups of equal public key in decreasing
+// order fill the list, and a group receiving t positions releases the
+// exact sampler's top-t of its own utilities (blocks belong to the group of
+// public key 0). Which positions come from which group depends only on the
+// public keys and the group sizes (invariant), so the list costs eps_p per
+// random pick exactly as the float mechanism (Plan.Picks); each pick inside
+// a group is EpsPerPick <= eps_p -DP.
+func exactLexTopK(u *mech.Utilities, pub []float64, k int, eps, delta float64, r *rand.Rand, dst []int) ([]int, error) {
+	dst = dst[:0]
+	if len(pub) != len(u.Vals) {
+		return dst, fmt.Errorf("calib: %d public keys for %d utilities", len(pub), len(u.Vals))
+	}
+	s, err := exact.New(eps, delta, nil)
+	if err != nil {
+		return dst, err
+	}
+	n := len(u.Vals)
+	blocks := 0
+	for _, b := range u.Blocks {
+		blocks += b.Size
+	}
+	keys := slices.Clone(pub)
+	if blocks > 0 {
+		keys = append(keys, 0)
+	}
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	slices.Reverse(keys)
+	remaining := min(k, n+blocks)
+	var members []int
+	var gu mech.Utilities
+	for _, key := range keys {
+		if remaining == 0 {
+			break
+		}
+		members, gu.Vals, gu.Blocks = members[:0], gu.Vals[:0], gu.Blocks[:0]
+		for i, pk := range pub {
+			if pk == key {
+				members = append(members, i)
+				gu.Vals = append(gu.Vals, u.Vals[i])
+			}
+		}
+		size := len(members)
+		if key == 0 {
+			gu.Blocks = append(gu.Blocks, u.Blocks...)
+			size += blocks
+		}
+		t := min(remaining, size)
+		picks, err := s.TopK(&gu, t, RandReader{r}, nil)
+		if err != nil {
+			return dst, err
+		}
+		for _, pi := range picks {
+			if pi < len(members) {
+				dst = append(dst, members[pi])
+			} else {
+				dst = append(dst, n+pi-len(members)) // block members keep their virtual index
+			}
+		}
+		remaining -= t
+	}
+	return dst, nil
 }
 
 // Picks is the number of random picks of a list of min(k, u.Len())

@@ -127,10 +127,9 @@ func WithExposure(on bool) Option {
 // Sampler choices (WithSampler).
 const (
 	// SamplerAuto (the default): the exact sampler for crypto-seeded
-	// releases of the plain exponential mechanism (deployment), the float
-	// Gumbel sampler for seeded runs (experiments; the Beam pipeline
-	// reproduces them line for line) and for the lexicographic DPLP-pub,
-	// which the exact sampler does not implement yet.
+	// releases (deployment; plain or lexicographic exponential mechanism),
+	// the float Gumbel sampler for seeded runs (experiments; the Beam
+	// pipeline reproduces them line for line).
 	SamplerAuto = "auto"
 	// SamplerExact is the exact base-2 exponential mechanism (mech/exact;
 	// calib.Config.ExactSampler): integer arithmetic, no floating-point
@@ -247,7 +246,7 @@ func newRecommender(cfg calib.Config, id, scoreName string, g *graph.Graph, p *p
 		cfg.ExactSampler = true
 	case SamplerFloat:
 	default:
-		cfg.ExactSampler = r.seed == nil && cfg.Method == calib.Exponential && cfg.Calibration == calib.Rigorous && !cfg.Lex()
+		cfg.ExactSampler = r.seed == nil && cfg.Method == calib.Exponential && cfg.Calibration == calib.Rigorous
 	}
 	r.cfg = cfg
 	if err := r.cfg.Validate(); err != nil {

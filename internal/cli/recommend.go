@@ -77,7 +77,7 @@ func (o *recOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.store, "store", "sqlite:dplp-ledger.db", "budget ledger: sqlite:PATH or a postgres:// DSN")
 	f.Float64Var(&o.budget, "user-budget", math.Inf(1), "cap on each user's total pure eps (default: no cap)")
 	f.StringVar(&o.budgetApprox, "user-budget-approx", "", "cap each user at (EPS,DELTA)-DP under zCDP composition, e.g. 3,1e-6: converted to the largest zCDP rho that guarantees it (the ledger records each list's rho)")
-	f.StringVar(&o.sampler, "sampler", "auto", "auto (exact when crypto-seeded and the model is not dplp-pub, float otherwise), exact (base-2 mechanism with integer arithmetic: no floating-point probabilities; not for dplp-pub models) or float (Gumbel keys; the Beam pipeline reproduces seeded float runs)")
+	f.StringVar(&o.sampler, "sampler", "auto", "auto (exact when crypto-seeded, float with --seed), exact (base-2 mechanism with integer arithmetic: no floating-point probabilities; dplp-pub group by group) or float (Gumbel keys; the Beam pipeline reproduces seeded float runs)")
 	f.BoolVar(&o.fresh, "fresh", false, "sample anew even if a list was released before (charged again)")
 	f.BoolVar(&o.exposure, "track-exposure", true, "maintain per-party exposure (the coalition bound) in the ledger; --track-exposure=false skips it for large batches (per-user spending is always charged)")
 	o.qf.register(cmd, "user")
