@@ -518,6 +518,24 @@ func Run(cfg Config) (*Report, error) {
 // chiTest samples the plan's mechanism and compares list frequencies with
 // the exact distribution d.
 func chiTest(plan *calib.Plan, vals, pub []float64, d dist, samples int, r *rand.Rand) ChiResult {
+	u := &mech.Utilities{Vals: vals}
+	k := len(d.lists[0])
+	res, err := chiAgainst(d, samples, func(dst []int) ([]int, error) {
+		dst, err := plan.SampleWithPub(u, pub, k, r, dst[:0])
+		if err == nil && len(dst) != k {
+			err = fmt.Errorf("audit: sampled %d of %d", len(dst), k)
+		}
+		return dst, err
+	})
+	if err != nil {
+		return ChiResult{K: k, Stat: math.Inf(1), P: 0}
+	}
+	return res
+}
+
+// chiAgainst draws samples lists of d's length with draw and compares their
+// frequencies with the exact distribution d (chi-square).
+func chiAgainst(d dist, samples int, draw func(dst []int) ([]int, error)) (ChiResult, error) {
 	k := len(d.lists[0])
 	index := make(map[[4]int]int, len(d.lists))
 	for i, l := range d.lists {
@@ -525,23 +543,21 @@ func chiTest(plan *calib.Plan, vals, pub []float64, d dist, samples int, r *rand
 		copy(key[:], l)
 		index[key] = i
 	}
-	u := &mech.Utilities{Vals: vals}
 	obs := make([]int, len(d.lists))
 	exp := make([]float64, len(d.lists))
 	for i, lp := range d.logp {
 		exp[i] = math.Exp(lp)
 	}
 	var dst []int
-	for s := 0; s < samples; s++ {
+	for range samples {
 		var err error
-		dst, err = plan.SampleWithPub(u, pub, k, r, dst[:0])
-		if err != nil || len(dst) != k {
-			return ChiResult{K: k, Stat: math.Inf(1), P: 0}
+		if dst, err = draw(dst); err != nil {
+			return ChiResult{K: k}, err
 		}
 		var key [4]int
 		copy(key[:], dst)
 		obs[index[key]]++
 	}
 	stat, df, p := mech.ChiSquare(obs, exp)
-	return ChiResult{K: k, Stat: stat, DF: df, P: p}
+	return ChiResult{K: k, Stat: stat, DF: df, P: p}, nil
 }

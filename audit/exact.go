@@ -212,29 +212,7 @@ func exactRatioOK(s *exact.Sampler, vals, vals2 []float64, list []int) (bool, er
 // exactChiTest samples s.TopK on vals and compares list frequencies with
 // the exact distribution d.
 func exactChiTest(s *exact.Sampler, vals []float64, d dist, samples int, rd *rand.ChaCha8) (ChiResult, error) {
-	k := len(d.lists[0])
-	index := make(map[[4]int]int, len(d.lists))
-	for i, l := range d.lists {
-		var key [4]int
-		copy(key[:], l)
-		index[key] = i
-	}
 	u := &mech.Utilities{Vals: vals}
-	obs := make([]int, len(d.lists))
-	exp := make([]float64, len(d.lists))
-	for i, lp := range d.logp {
-		exp[i] = math.Exp(lp)
-	}
-	var dst []int
-	for range samples {
-		var err error
-		if dst, err = s.TopK(u, k, rd, dst); err != nil {
-			return ChiResult{}, err
-		}
-		var key [4]int
-		copy(key[:], dst)
-		obs[index[key]]++
-	}
-	stat, df, p := mech.ChiSquare(obs, exp)
-	return ChiResult{K: k, Stat: stat, DF: df, P: p}, nil
+	k := len(d.lists[0])
+	return chiAgainst(d, samples, func(dst []int) ([]int, error) { return s.TopK(u, k, rd, dst) })
 }
