@@ -133,11 +133,7 @@ func (o *attackOptions) validate() error {
 }
 
 func (o *attackOptions) run(cmd *cobra.Command) error {
-	g, _, err := loadGraph(cmd, o.path)
-	if err != nil {
-		return err
-	}
-	prot, err := o.pf.load(g, false)
+	g, prot, err := loadGraphMarks(cmd, o.path, &o.pf, false)
 	if err != nil {
 		return err
 	}

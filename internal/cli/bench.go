@@ -47,11 +47,7 @@ func pickQueries(g *graph.Graph, spec string) ([]int32, error) {
 // benchScorer loads the graph and marks of a bench command and prepares
 // the scorer and the chosen queries (untimed set-up).
 func benchScorer(cmd *cobra.Command, path string, pf *protFlags, qspec string, k score.Kind) (*score.Scorer, []int32, error) {
-	g, _, err := loadGraph(cmd, path)
-	if err != nil {
-		return nil, nil, err
-	}
-	prot, err := pf.load(g, true)
+	g, prot, err := loadGraphMarks(cmd, path, pf, true)
 	if err != nil {
 		return nil, nil, err
 	}

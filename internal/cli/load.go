@@ -142,3 +142,17 @@ func (p *protFlags) load(g *graph.Graph, allowEmpty bool) (*protect.Set, error) 
 	}
 	return nil, fmt.Errorf("protection marks are required: --protected FILE or --sigma X (or a snapshot that stores marks)")
 }
+
+// loadGraphMarks reads --graph and the marks the protection flags select
+// (empty marks allowed when allowEmpty).
+func loadGraphMarks(cmd *cobra.Command, path string, pf *protFlags, allowEmpty bool) (*graph.Graph, *protect.Set, error) {
+	g, _, err := loadGraph(cmd, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	prot, err := pf.load(g, allowEmpty)
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, prot, nil
+}

@@ -128,11 +128,7 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 	if err := checkEps("model eps_p", m.EpsP, o.k); err != nil {
 		return fmt.Errorf("%s: %w", o.modelPath, err)
 	}
-	g, _, err := loadGraph(cmd, o.graph)
-	if err != nil {
-		return err
-	}
-	prot, err := o.pf.load(g, false)
+	g, prot, err := loadGraphMarks(cmd, o.graph, &o.pf, false)
 	if err != nil {
 		return err
 	}

@@ -167,11 +167,7 @@ func (o *scoreOptions) validate() error {
 }
 
 func (o *scoreOptions) run(cmd *cobra.Command) error {
-	g, _, err := loadGraph(cmd, o.path)
-	if err != nil {
-		return err
-	}
-	prot, err := o.pf.load(g, true)
+	g, prot, err := loadGraphMarks(cmd, o.path, &o.pf, true)
 	if err != nil {
 		return err
 	}

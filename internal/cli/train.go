@@ -164,11 +164,7 @@ func (o *trainOptions) validate() error {
 }
 
 func (o *trainOptions) run(cmd *cobra.Command) error {
-	g, _, err := loadGraph(cmd, o.path)
-	if err != nil {
-		return err
-	}
-	prot, err := o.pf.load(g, false)
+	g, prot, err := loadGraphMarks(cmd, o.path, &o.pf, false)
 	if err != nil {
 		return err
 	}
