@@ -3,6 +3,8 @@ package embedtest
 
 import (
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/dplp/dplp/embed"
@@ -31,4 +33,26 @@ func EmbedAUC(t testing.TB, g *graph.Graph, seed uint64, feat linkclf.Feature,
 		t.Fatal(err)
 	}
 	return sp.ScoreAUC(m.Prob)
+}
+
+// SameAcrossGOMAXPROCS runs fit at GOMAXPROCS 1, 4 and 4 again and fails
+// unless every run gives the same vectors bit for bit (seeded training must
+// not depend on the number of cores).
+func SameAcrossGOMAXPROCS(t *testing.T, fit func() ([]float32, error)) {
+	t.Helper()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	var vecs [][]float32
+	for _, procs := range []int{1, 4, 4} {
+		runtime.GOMAXPROCS(procs)
+		v, err := fit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		vecs = append(vecs, v)
+	}
+	for i := 1; i < len(vecs); i++ {
+		if !slices.Equal(vecs[0], vecs[i]) {
+			t.Errorf("run %d differs from the GOMAXPROCS=1 run", i)
+		}
+	}
 }

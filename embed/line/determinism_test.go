@@ -1,10 +1,9 @@
 package line
 
 import (
-	"runtime"
-	"slices"
 	"testing"
 
+	"github.com/dplp/dplp/embed/embedtest"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/research/gen"
 )
@@ -20,19 +19,11 @@ func TestDeterministicAcrossGOMAXPROCS(t *testing.T) {
 	cfg := Defaults()
 	cfg.Dim = 16
 	cfg.Samples = 100_000
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	var vecs [][]float32
-	for _, procs := range []int{1, 4, 4} {
-		runtime.GOMAXPROCS(procs)
+	embedtest.SameAcrossGOMAXPROCS(t, func() ([]float32, error) {
 		e, err := Train(g, cfg, randx.Seeded(7), nil)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		vecs = append(vecs, e.Vec)
-	}
-	for i := 1; i < len(vecs); i++ {
-		if !slices.Equal(vecs[0], vecs[i]) {
-			t.Errorf("run %d differs from the GOMAXPROCS=1 run", i)
-		}
-	}
+		return e.Vec, nil
+	})
 }
