@@ -3,46 +3,19 @@ package deploy
 import (
 	"encoding/json"
 	"math"
-	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/train"
+	"github.com/dplp/dplp/train/traintest"
 	"github.com/dplp/dplp/transform"
 )
 
 func trainedResult(t *testing.T, v train.Variant) *train.Result {
-	t.Helper()
-	r := rand.New(rand.NewPCG(1, 2))
-	mk := func(n int) []train.Query {
-		qs := make([]train.Query, n)
-		for i := range qs {
-			q := train.Query{SMax: 10, DeltaS: 1 + r.Float64()}
-			for k := 0; k < 4; k++ {
-				q.Pos = append(q.Pos, math.Floor(10*math.Sqrt(r.Float64())))
-				q.PubPos = append(q.PubPos, math.Floor(4*r.Float64()))
-			}
-			for k := 0; k < 30; k++ {
-				q.Neg = append(q.Neg, math.Floor(10*r.Float64()*r.Float64()))
-				q.PubNeg = append(q.PubNeg, math.Floor(4*r.Float64()*r.Float64()))
-			}
-			if !v.Public() {
-				q.PubPos, q.PubNeg = nil, nil
-			}
-			qs[i] = q
-		}
-		return qs
-	}
-	cfg := train.DefaultConfig(v, 0.5)
-	cfg.Epochs = 2
-	cfg.Hidden, cfg.QuadNodes = []int{5}, 12
-	cfg.OnEpoch = func(int, float64, float64) {}
-	res, err := train.Train(cfg, mk(20), mk(10), r)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := traintest.Result(t, v)
+	res.Config.OnEpoch = func(int, float64, float64) {} // Compile must not record it
 	return res
 }
 
