@@ -10,8 +10,10 @@
 // whose utilities no protected pair can change (Delta = 0) is the exact
 // top-K and costs 0. The cost is computed from invariant data only.
 //
-// Contract. With a ledger store, no list leaves Recommend (or Stream)
-// unless its charge is durably committed: a fresh list is sampled, charged
+// Contract. A crypto-seeded Recommender must have a ledger store (New
+// refuses it otherwise, unless WithoutLedger says nothing will be
+// released), and no list leaves Recommend (or Stream) unless its charge is
+// durably committed: a fresh list is sampled, charged
 // in one transaction that checks the user's cap, and only then returned. A
 // list already released to a user by the same model at the same K is
 // re-served at no cost (post-processing) unless fresh lists are asked for.
@@ -114,6 +116,16 @@ func WithScorer(sc *score.Scorer) Option {
 	return func(r *Recommender) error { r.sc = sc; return nil }
 }
 
+// WithoutLedger lets a crypto-seeded Recommender run without a store: its
+// lists are NOT charged anywhere, so they must not leave the caller (audits
+// and simulations that only inspect utilities or sample internally).
+// Without it, New refuses a crypto-seeded Recommender that has no store:
+// no deployment list may leave the system unless its charge is durably
+// recorded. Seeded Recommenders (experiments, no guarantee) need neither.
+func WithoutLedger() Option {
+	return func(r *Recommender) error { r.uncharged = true; return nil }
+}
+
 // WithExposure turns per-party exposure tracking on (the default) or off.
 // Off, the ledger still records and caps every user's spending (the
 // guarantee), but the releases carry no influence sets, so exposure(w)
@@ -179,6 +191,7 @@ type Recommender struct {
 	// noExposure: do not attach influence sets to releases (WithExposure).
 	noExposure bool
 	sampler    string // SamplerAuto ("" too), SamplerExact or SamplerFloat
+	uncharged  bool   // WithoutLedger
 	infl       influence
 	pool       sync.Pool // *workerState
 }
@@ -228,6 +241,9 @@ func newRecommender(cfg calib.Config, id, scoreName string, g *graph.Graph, p *p
 		if err := o(r); err != nil {
 			return nil, err
 		}
+	}
+	if r.store == nil && r.seed == nil && !r.uncharged {
+		return nil, errors.New("release: a crypto-seeded (deployment) Recommender needs a ledger store (WithStore): no list may leave unless its charge is durably recorded; use WithSeed for experiments or WithoutLedger for audits that release nothing")
 	}
 	if r.sc == nil {
 		k, err := score.ParseKind(scoreName)

@@ -202,7 +202,7 @@ func TestChargeWhatIsReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, m := fixture(t)
-	rec, err := release.New(m, g, p)
+	rec, err := release.New(m, g, p, release.WithoutLedger())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +394,7 @@ func TestAutoSampler(t *testing.T) {
 		opts  []release.Option
 		exact bool
 	}{{nil, true}, {[]release.Option{release.WithSeed(1)}, false}, {[]release.Option{release.WithSampler(release.SamplerFloat)}, false}} {
-		rec, err := release.New(m, g, p, c.opts...)
+		rec, err := release.New(m, g, p, append(c.opts, release.WithoutLedger())...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -451,5 +451,17 @@ func TestStreamCancel(t *testing.T) {
 	}
 	if total > 4096 {
 		t.Fatalf("%d releases charged, want at most one window", total)
+	}
+}
+
+// A crypto-seeded Recommender without a store is refused: its lists would
+// leave uncharged.
+func TestDeploymentNeedsLedger(t *testing.T) {
+	g, p, m := fixture(t)
+	if _, err := release.New(m, g, p); err == nil {
+		t.Fatal("crypto-seeded Recommender without a store accepted")
+	}
+	if _, err := release.New(m, g, p, release.WithSeed(1)); err != nil {
+		t.Fatalf("seeded Recommender refused: %v", err)
 	}
 }

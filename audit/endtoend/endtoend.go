@@ -242,16 +242,16 @@ func Run(cfg Config) (*Report, error) {
 
 func recommender(cfg Config, m *model.Model, pd Predictor, g *graph.Graph, p *protect.Set) (*release.Recommender, error) {
 	if cfg.Calibration == calib.Reference {
-		return release.NewMechanism(calib.Config{Method: calib.Exponential, Calibration: calib.Reference, Kind: pd.Kind, Eps: cfg.Eps}, "reference", g, p)
+		return release.NewMechanism(calib.Config{Method: calib.Exponential, Calibration: calib.Reference, Kind: pd.Kind, Eps: cfg.Eps}, "reference", g, p, release.WithoutLedger())
 	}
 	if pd.Fit == nil {
-		return release.New(m, g, p)
+		return release.New(m, g, p, release.WithoutLedger())
 	}
 	sc, err := pd.scorer(g, p)
 	if err != nil {
 		return nil, err
 	}
-	return release.New(m, g, p, release.WithScorer(sc))
+	return release.New(m, g, p, release.WithScorer(sc), release.WithoutLedger())
 }
 
 func auditInstance(cfg Config, rep *Report, pd Predictor, in instance, train TrainFunc) error {
