@@ -183,7 +183,9 @@ func startServe(t *testing.T, f e2eFiles, store string, extra ...string) *e2eSer
 		t.Fatal(err)
 	}
 	addr := make(chan string, 1)
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			s.log.Write(append(sc.Bytes(), '\n'))
@@ -193,7 +195,9 @@ func startServe(t *testing.T, f e2eFiles, store string, extra ...string) *e2eSer
 			}
 		}
 	}()
-	go func() { err := cmd.Wait(); pw.Close(); s.done <- err }()
+	// done reports the exit only once every log line has been read, so
+	// stop sees the last lines the process wrote.
+	go func() { err := cmd.Wait(); pw.Close(); <-scanned; s.done <- err }()
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			cmd.Process.Kill()
