@@ -3,6 +3,7 @@ package par
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 )
@@ -63,5 +64,80 @@ func TestRunHonoursContext(t *testing.T) {
 	}
 	if err := Run(ctx, 10, Options{Workers: 1}, func(int) int { return 0 }, func(int, int) error { return nil }); !errors.Is(err, context.Canceled) {
 		t.Fatalf("one worker: %v", err)
+	}
+}
+
+func TestRunReportsLowestFailingItem(t *testing.T) {
+	// Items 300 and 301 fail, 301 much sooner than 300 on its worker: the
+	// error is still item 300's, at any worker count and chunk size.
+	for _, opt := range []Options{{Workers: 1}, {Workers: 2}, {Workers: 4, Chunk: 3}, {Workers: 8, Chunk: 64}} {
+		for range 20 {
+			var ran [1000]atomic.Bool
+			err := Run(context.Background(), 1000, opt, func(int) struct{} { return struct{}{} }, func(_ struct{}, i int) error {
+				ran[i].Store(true)
+				switch i {
+				case 300:
+					for range 100 { // slow
+						runtime.Gosched()
+					}
+					return errAt(300)
+				case 301:
+					return errAt(301)
+				}
+				return nil
+			})
+			if err != errAt(300) {
+				t.Fatalf("%+v: err %v, want item 300's", opt, err)
+			}
+			for i := range 300 {
+				if !ran[i].Load() {
+					t.Fatalf("%+v: item %d before the failure did not run", opt, i)
+				}
+			}
+		}
+	}
+}
+
+type errAt int
+
+func (e errAt) Error() string { return "item failed" }
+
+func TestTeam(t *testing.T) {
+	// Every member runs, concurrently: each waits until all have started.
+	const k = 4
+	var started atomic.Int32
+	err := Team(context.Background(), k, func(ctx context.Context, w int) error {
+		started.Add(1)
+		for started.Load() < k {
+			runtime.Gosched()
+		}
+		return nil
+	})
+	if err != nil || started.Load() != k {
+		t.Fatalf("err %v, %d started", err, started.Load())
+	}
+
+	// A failing member cancels the others' context; its error is returned.
+	boom := errors.New("boom")
+	err = Team(context.Background(), k, func(ctx context.Context, w int) error {
+		if w == 2 {
+			return boom
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err %v, want boom", err)
+	}
+
+	// One member runs on the calling goroutine; a done context starts nobody.
+	ran := 0
+	if err := Team(context.Background(), 1, func(context.Context, int) error { ran++; return nil }); err != nil || ran != 1 {
+		t.Fatalf("one member: err %v, ran %d", err, ran)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Team(ctx, k, func(context.Context, int) error { ran++; return nil }); !errors.Is(err, context.Canceled) || ran != 1 {
+		t.Fatalf("cancelled: err %v, ran %d", err, ran)
 	}
 }
