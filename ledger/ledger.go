@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -131,7 +131,8 @@ type Store interface {
 	//   - otherwise, if spent(user)+r.Cost > cap.Eps or rho(user)+r.Rho >
 	//     cap.Rho, it returns a *BudgetError and records nothing;
 	//   - otherwise it records the release, adds r.Cost and r.Rho to the
-	//     user's totals and to exposure(w) for every influencer w, and commits.
+	//     user's totals, and commits (the influencers are recorded with the
+	//     release; Exposure adds the release to exposure(w) when it next runs).
 	// It returns (stored release with ID and Time set, true, nil) only after
 	// the commit is durable. Invalid releases or caps give an ErrInvalid error.
 	Charge(ctx context.Context, r Release, cap Cap) (Release, bool, error)
@@ -153,7 +154,10 @@ type Store interface {
 	// Users returns the totals of every user with at least one release,
 	// sorted by user (byte order).
 	Users(ctx context.Context) ([]Spend, error)
-	// Exposure returns exposure(w) = row(w) + row("*") for every party w
+	// Exposure first adds every release not yet counted to the exposure
+	// rows (each exactly once, even with concurrent charges and folds, from
+	// any number of processes), then returns exposure(w) = row(w) + row("*")
+	// for every party w
 	// named in some release, plus the "*" row itself, largest Eps first (ties:
 	// larger Rho, then party); the first top entries when top > 0.
 	Exposure(ctx context.Context, top int) ([]Exposure, error)
@@ -308,20 +312,22 @@ func normalize(r Release, now time.Time) (Release, error) {
 }
 
 func normInfluencers(user string, in []string) ([]string, error) {
-	set := make(map[string]bool, len(in))
-	for _, w := range in {
-		if err := checkText("influencer of "+fmt.Sprintf("%q", user), w, false); err != nil {
-			return nil, err
+	sorted := true // strictly increasing: already deduplicated (the release path's form)
+	star := false
+	for i, w := range in {
+		if w == "" || !utf8.ValidString(w) || strings.IndexByte(w, 0) >= 0 {
+			return nil, checkText(fmt.Sprintf("influencer of %q", user), w, false)
 		}
-		set[w] = true
+		star = star || w == "*"
+		sorted = sorted && (i == 0 || in[i-1] < w)
 	}
-	if set["*"] {
+	if star {
 		return []string{"*"}, nil
 	}
-	out := make([]string, 0, len(set))
-	for w := range set {
-		out = append(out, w)
+	if sorted {
+		return slices.Clone(in), nil
 	}
-	sort.Strings(out)
-	return out, nil
+	out := slices.Clone(in)
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }

@@ -58,6 +58,12 @@ var migrations = []migration{
 			labels TEXT NOT NULL
 		)`,
 	}},
+	{3, "exposure folded from the release records on demand, not in every charge", []string{
+		// Releases recorded before this migration are already in the
+		// exposure table: they default to folded.
+		`ALTER TABLE releases ADD COLUMN folded INTEGER NOT NULL DEFAULT 1 CHECK (folded IN (0, 1))`,
+		`CREATE INDEX releases_unfolded ON releases (id) WHERE folded = 0`,
+	}},
 }
 
 // LatestSchema is the schema version this package writes.

@@ -29,8 +29,9 @@ const migrationLock = "SELECT pg_advisory_xact_lock(7302551903)"
 // spend rows of the users it charges (SELECT ... FOR UPDATE, in sorted
 // order), so the budget check always reads the latest committed totals and
 // concurrent charges of one user, from any number of processes or replicas,
-// are serialised; exposure rows are updated with atomic increments, also in
-// sorted order, so transactions cannot deadlock. Serialization failures and
+// are serialised; charges never touch the exposure rows (Exposure folds
+// releases into them under an advisory lock), so transactions cannot
+// deadlock. Serialization failures and
 // deadlocks (SQLSTATE 40001, 40P01) are retried. Each transaction sets
 // synchronous_commit=on, so a charge is durable (WAL flushed) when it
 // returns whatever the server's default.

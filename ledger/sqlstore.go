@@ -154,7 +154,6 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 			}
 			spends[u] = sp
 		}
-		expo := map[string][2]float64{}
 		for i := range items {
 			if bad[i] != nil {
 				results[i].Err = bad[i]
@@ -191,9 +190,16 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 			if r.Seeded {
 				seeded = 1
 			}
-			if err := q.queryRow(ctx, `INSERT INTO releases (user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-				r.User, r.Model, r.K, string(list), r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), string(infl)).Scan(&r.ID); err != nil {
+			// A release with influencers waits (folded = 0) to be added to
+			// the exposure table by foldExposure; recording it here is what
+			// makes its exposure durable.
+			folded := 1
+			if len(r.Influencers) > 0 {
+				folded = 0
+			}
+			if err := q.queryRow(ctx, `INSERT INTO releases (user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+				r.User, r.Model, r.K, string(list), r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), string(infl), folded).Scan(&r.ID); err != nil {
 				return err
 			}
 			sp.spent += r.Cost
@@ -203,10 +209,6 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 				sp.seeded++
 			}
 			sp.dirty = true
-			for _, w := range r.Influencers {
-				e := expo[w]
-				expo[w] = [2]float64{e[0] + r.Cost, e[1] + r.Rho}
-			}
 			results[i] = ChargeResult{Release: r, Fresh: true}
 		}
 		for _, u := range sorted {
@@ -215,19 +217,6 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 					sp.spent, sp.rho, sp.releases, sp.seeded, u); err != nil {
 					return err
 				}
-			}
-		}
-		parties := make([]string, 0, len(expo))
-		for w := range expo {
-			parties = append(parties, w)
-		}
-		sort.Strings(parties)
-		for _, w := range parties {
-			e := expo[w]
-			if err := q.exec(ctx, `INSERT INTO exposure (party, eps, rho) VALUES (?, ?, ?)
-				ON CONFLICT (party) DO UPDATE SET eps = exposure.eps + excluded.eps, rho = exposure.rho + excluded.rho`,
-				w, e[0], e[1]); err != nil {
-				return err
 			}
 		}
 		return nil
@@ -330,7 +319,113 @@ func (s *sqlStore) Users(ctx context.Context) ([]Spend, error) {
 	return out, nil
 }
 
+// foldBatch is the number of releases foldExposure adds to the exposure
+// table per transaction (a variable for tests).
+var foldBatch = 4096
+
+// foldExposure adds every recorded release not yet in the exposure table
+// (folded = 0) to exposure(w) of each of its influencers w, and marks it
+// folded, in transactions of foldBatch releases. Charging records the
+// influencers with the release (durably, in the charge's transaction) and
+// leaves the exposure table alone: updating one row per influencing party in
+// every charge was most of a charge's cost on graphs with hubs. Folders are
+// serialised (SQLite: the write lock; PostgreSQL: an advisory lock), and
+// each marks exactly the rows it read, so a release committed while a fold
+// runs is folded by the next one, never twice and never lost.
+func (s *sqlStore) foldExposure(ctx context.Context) error {
+	for {
+		n := 0
+		err := s.b.write(ctx, func(q querier) error {
+			n = 0
+			if s.b.name() == "postgres" {
+				if err := q.exec(ctx, foldLock); err != nil {
+					return err
+				}
+			}
+			ids, expo, err := readUnfolded(ctx, q)
+			if err != nil {
+				return err
+			}
+			n = len(ids)
+			return applyFold(ctx, q, ids, expo)
+		})
+		if err != nil {
+			return fmt.Errorf("ledger: folding releases into exposure: %w", err)
+		}
+		if n < foldBatch {
+			return nil
+		}
+	}
+}
+
+// foldLock is the PostgreSQL advisory lock that serialises exposure folds.
+const foldLock = "SELECT pg_advisory_xact_lock(7302551904)"
+
+// readUnfolded reads up to foldBatch unfolded releases and sums their cost
+// and rho per influencer.
+func readUnfolded(ctx context.Context, q querier) ([]int64, map[string][2]float64, error) {
+	rs, err := q.query(ctx, "SELECT id, cost, rho, influencers FROM releases WHERE folded = 0 ORDER BY id LIMIT ?", foldBatch)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rs.Close()
+	var ids []int64
+	expo := map[string][2]float64{}
+	var infl []string
+	for rs.Next() {
+		var id int64
+		var cost, rho float64
+		var raw string
+		if err := rs.Scan(&id, &cost, &rho, &raw); err != nil {
+			return nil, nil, err
+		}
+		infl = infl[:0]
+		if err := json.Unmarshal([]byte(raw), &infl); err != nil {
+			return nil, nil, fmt.Errorf("release %d: stored influencers: %w", id, err)
+		}
+		for _, w := range infl {
+			e := expo[w]
+			expo[w] = [2]float64{e[0] + cost, e[1] + rho}
+		}
+		ids = append(ids, id)
+	}
+	return ids, expo, rs.Err()
+}
+
+// applyFold adds expo to the exposure rows (in sorted party order) and marks
+// the releases ids folded.
+func applyFold(ctx context.Context, q querier, ids []int64, expo map[string][2]float64) error {
+	parties := make([]string, 0, len(expo))
+	for w := range expo {
+		parties = append(parties, w)
+	}
+	sort.Strings(parties)
+	for _, w := range parties {
+		e := expo[w]
+		if err := q.exec(ctx, `INSERT INTO exposure (party, eps, rho) VALUES (?, ?, ?)
+			ON CONFLICT (party) DO UPDATE SET eps = exposure.eps + excluded.eps, rho = exposure.rho + excluded.rho`,
+			w, e[0], e[1]); err != nil {
+			return err
+		}
+	}
+	const chunk = 500
+	for lo := 0; lo < len(ids); lo += chunk {
+		part := ids[lo:min(lo+chunk, len(ids))]
+		args := make([]any, len(part))
+		for i, id := range part {
+			args[i] = id
+		}
+		if err := q.exec(ctx, "UPDATE releases SET folded = 1 WHERE id IN (?"+strings.Repeat(", ?", len(part)-1)+")", args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (s *sqlStore) Exposure(ctx context.Context, top int) ([]Exposure, error) {
+	if err := s.foldExposure(ctx); err != nil {
+		return nil, err
+	}
 	var out []Exposure
 	err := s.b.read(ctx, func(q querier) error {
 		out = nil

@@ -377,6 +377,81 @@ func TestExposure(t *testing.T) {
 	})
 }
 
+// Exposure folds the release records exactly once each while charges and
+// other folds (another Store handle: a second replica) run concurrently.
+func TestExposureFoldConcurrent(t *testing.T) {
+	defer func(b int) { foldBatch = b }(foldBatch)
+	foldBatch = 3 // many fold transactions
+	eachStore(t, func(t *testing.T, fx fixture) {
+		ctx := ctxT(t)
+		dsn := fx.dsn(t)
+		a, b := openDSN(t, dsn), openDSN(t, dsn)
+		const chargers, perC, parties = 8, 12, 5
+		want := map[string]float64{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		errc := make(chan error, chargers*perC+64)
+		for g := 0; g < chargers; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < perC; i++ {
+					r := testRelease(fmt.Sprintf("u%d", g), fmt.Sprintf("%d", i), float64(1+(g+i)%4)/8)
+					r.Influencers = []string{fmt.Sprintf("p%d", (g+i)%parties), fmt.Sprintf("p%d", (g*i)%parties)}
+					got, ok, err := []Store{a, b}[i%2].Charge(ctx, r, Unlimited)
+					if err != nil || !ok {
+						errc <- fmt.Errorf("charge: %v %v", ok, err)
+						return
+					}
+					mu.Lock()
+					for _, w := range got.Influencers {
+						want[w] += got.Cost
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		stop := make(chan struct{})
+		var fw sync.WaitGroup
+		for f := 0; f < 4; f++ {
+			fw.Add(1)
+			go func() {
+				defer fw.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if _, err := []Store{a, b}[f%2].Exposure(ctx, 0); err != nil {
+						errc <- err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(stop)
+		fw.Wait()
+		close(errc)
+		for err := range errc {
+			t.Fatal(err)
+		}
+		got, err := a.Exposure(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("exposure %+v, want %v", got, want)
+		}
+		for _, e := range got {
+			if e.Eps != want[e.Party] {
+				t.Fatalf("exposure(%s) = %v, want %v (all: %+v)", e.Party, e.Eps, want[e.Party], got)
+			}
+		}
+	})
+}
+
 // (f) Migrations: versioned, resumable, and a newer schema is refused.
 func TestMigrations(t *testing.T) {
 	eachStore(t, func(t *testing.T, fx fixture) {
@@ -389,7 +464,18 @@ func TestMigrations(t *testing.T) {
 		if v, err := old.SchemaVersion(ctx); err != nil || v != 1 {
 			t.Fatalf("version %d %v, want 1", v, err)
 		}
-		if _, _, err := old.Charge(ctx, testRelease("u", "before-upgrade", 0.5), Unlimited); err != nil {
+		// A release as version 1 recorded it: spend and exposure rows
+		// updated in the charge itself (no folded column yet).
+		if err := old.b.write(ctx, func(q querier) error {
+			if err := q.exec(ctx, `INSERT INTO releases (user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers)
+				VALUES ('u', 'test-model', 4, '["a"]', 0.125, 0.5, 0.125, 0, NULL, ?, '["w1","w2"]')`, fmtTime(time.Now())); err != nil {
+				return err
+			}
+			if err := q.exec(ctx, "INSERT INTO spend (user_id, spent, rho, releases, seeded) VALUES ('u', 0.5, 0.125, 1, 0)"); err != nil {
+				return err
+			}
+			return q.exec(ctx, "INSERT INTO exposure (party, eps, rho) VALUES ('w1', 0.5, 0.125), ('w2', 0.5, 0.125)")
+		}); err != nil {
 			t.Fatal(err)
 		}
 		if err := old.PutToken(ctx, "u", []byte{1}); err == nil {
@@ -409,6 +495,15 @@ func TestMigrations(t *testing.T) {
 		}
 		if err := s.PutToken(ctx, "u", []byte{1}); err != nil {
 			t.Fatal(err)
+		}
+		// The old release stays in exposure exactly once; a new one is
+		// folded on top of it.
+		if _, _, err := s.Charge(ctx, testRelease("u", "after-upgrade", 0.25), Unlimited); err != nil {
+			t.Fatal(err)
+		}
+		expo, err := s.Exposure(ctx, 0)
+		if err != nil || len(expo) != 2 || expo[0].Eps != 0.75 || expo[1].Eps != 0.75 {
+			t.Fatalf("exposure after upgrade: %+v %v, want w1 and w2 at 0.75", expo, err)
 		}
 		s.Close()
 		again := openDSN(t, dsn) // reopening is a no-op

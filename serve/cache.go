@@ -150,6 +150,39 @@ func (c *cacheStore) Latest(ctx context.Context, user, model string, k int) (led
 	return r, true, nil
 }
 
+// LatestBatch is Latest for many users: cached lists are served from
+// memory and only the misses go to the store in one batch (the release
+// path's sticky lookups all come this way).
+func (c *cacheStore) LatestBatch(ctx context.Context, users []string, model string, k int) (map[string]ledger.Release, error) {
+	out := make(map[string]ledger.Release, len(users))
+	var miss []string
+	for _, u := range users {
+		if r, ok := get(c, c.latest, latestKey{u, model, k}); ok {
+			out[u] = r
+		} else {
+			miss = append(miss, u)
+		}
+	}
+	if len(miss) == 0 {
+		return out, nil
+	}
+	got, err := c.Store.LatestBatch(ctx, miss, model, k)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	for u, r := range got {
+		key := latestKey{u, model, k}
+		if cur, ok := c.latest[key]; !ok || cur.v.ID < r.ID {
+			c.putLatest(key, r)
+		}
+		r.Influencers = nil // as from the cache: list responses never show them
+		out[u] = r
+	}
+	c.mu.Unlock()
+	return out, nil
+}
+
 // cachedBudget is Budget through the cache (list responses only).
 func (c *cacheStore) cachedBudget(ctx context.Context, user string) (ledger.Spend, error) {
 	if sp, ok := get(c, c.spend, user); ok {

@@ -1,0 +1,80 @@
+package serve
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dplp/dplp/ledger"
+)
+
+// countingStore records the users each LatestBatch asks the store for.
+type countingStore struct {
+	ledger.Store
+	mu    sync.Mutex
+	asked [][]string
+}
+
+func (s *countingStore) LatestBatch(ctx context.Context, users []string, model string, k int) (map[string]ledger.Release, error) {
+	s.mu.Lock()
+	s.asked = append(s.asked, slices.Clone(users))
+	s.mu.Unlock()
+	return s.Store.LatestBatch(ctx, users, model, k)
+}
+
+// The release path's sticky lookups (LatestBatch) are served from the cache
+// for lists charged or read through this process; only misses reach the
+// store, and a list released by another process is seen once the entry
+// expires.
+func TestCacheLatestBatch(t *testing.T) {
+	ctx := context.Background()
+	base, err := ledger.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "l.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	cs := &countingStore{Store: base}
+	const ttl = 20 * time.Millisecond
+	c := newCacheStore(cs, ttl, 100)
+	rel := func(u, item string) ledger.Release {
+		return ledger.Release{User: u, Model: "m", K: 1, EpsP: 0.5, Cost: 0.5, List: []string{item}, Influencers: []string{"w"}}
+	}
+	if _, err := c.ChargeBatch(ctx, []ledger.Release{rel("a", "x"), rel("b", "y")}, ledger.Unlimited); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := base.Charge(ctx, rel("c", "z"), ledger.Unlimited); err != nil { // another process
+		t.Fatal(err)
+	}
+	got, err := c.LatestBatch(ctx, []string{"a", "b", "c", "nobody"}, "m", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got["a"].List[0] != "x" || got["b"].List[0] != "y" || got["c"].List[0] != "z" {
+		t.Fatalf("LatestBatch = %+v", got)
+	}
+	if len(cs.asked) != 1 || !slices.Equal(cs.asked[0], []string{"c", "nobody"}) {
+		t.Fatalf("store asked for %v, want only the misses [c nobody]", cs.asked)
+	}
+	if got["c"].Influencers != nil {
+		t.Fatalf("influencers leaked into a list response: %+v", got["c"])
+	}
+	// c is cached now; nobody (no list) is not.
+	if _, err := c.LatestBatch(ctx, []string{"a", "c", "nobody"}, "m", 1); err != nil {
+		t.Fatal(err)
+	}
+	if len(cs.asked) != 2 || !slices.Equal(cs.asked[1], []string{"nobody"}) {
+		t.Fatalf("store asked for %v, want [nobody] second", cs.asked)
+	}
+	// A newer list of a made elsewhere shows after the entry expires.
+	if _, _, err := base.Charge(ctx, rel("a", "x2"), ledger.Unlimited); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(latestTTLFactor*ttl + 10*time.Millisecond)
+	got, err = c.LatestBatch(ctx, []string{"a"}, "m", 1)
+	if err != nil || got["a"].List[0] != "x2" {
+		t.Fatalf("after expiry: %+v %v, want the newer list x2", got, err)
+	}
+}
