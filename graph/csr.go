@@ -1,33 +1,49 @@
 package graph
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
+
+	"github.com/dplp/dplp/internal/par"
 )
 
 // fromEdgeChunks is FromEdges on an edge list given in pieces (the parser's
 // blocks); the chunks are not retained.
 func fromEdgeChunks(n int, chunks [][]Edge, labels []string) (*Graph, BuildStats, error) {
+	if n > 0 && n <= 1<<31-1 && labels != nil && len(labels) != n {
+		return nil, BuildStats{}, fmt.Errorf("graph: %d labels for %d nodes", len(labels), n)
+	}
+	off, adj, st, err := buildCSR(n, chunks)
+	if err != nil {
+		return nil, st, err
+	}
+	g, err := newGraph(off, adj, labels)
+	return g, st, err
+}
+
+// buildCSR is dplp's one CSR builder, behind every graph built from edges
+// (FromEdges, Parse, the generators) and every protection set (protect.New
+// builds through FromEdges): it counts degrees, places both directions of
+// every pair, then sorts each list and merges repeats in parallel. Self-loops
+// are dropped and repeated or reciprocal pairs merged, both counted. It
+// returns ErrEmpty when no pair remains (or n <= 0).
+func buildCSR(n int, chunks [][]Edge) ([]int64, []int32, BuildStats, error) {
 	var st BuildStats
 	if n <= 0 {
-		return nil, st, ErrEmpty
+		return nil, nil, st, ErrEmpty
 	}
 	if n > 1<<31-1 {
-		return nil, st, fmt.Errorf("graph: %d nodes exceed the int32 id range", n)
-	}
-	if labels != nil && len(labels) != n {
-		return nil, st, fmt.Errorf("graph: %d labels for %d nodes", len(labels), n)
+		return nil, nil, st, fmt.Errorf("graph: %d nodes exceed the int32 id range", n)
 	}
 	deg := make([]int64, n+1)
 	for _, edges := range chunks {
 		for _, e := range edges {
 			if e.U < 0 || e.V < 0 || int(e.U) >= n || int(e.V) >= n {
-				return nil, st, fmt.Errorf("graph: edge (%d,%d) out of range [0,%d)", e.U, e.V, n)
+				return nil, nil, st, fmt.Errorf("graph: edge (%d,%d) out of range [0,%d)", e.U, e.V, n)
 			}
 			if e.U == e.V {
 				st.SelfLoopsDropped++
@@ -89,14 +105,14 @@ func fromEdgeChunks(n int, chunks [][]Edge, labels []string) (*Graph, BuildStats
 	}
 	st.DuplicatesMerged = dupHalves / 2
 	if off[n] == 0 {
-		return nil, st, ErrEmpty
+		return nil, nil, st, ErrEmpty
 	}
-	return &Graph{Off: off, Adj: adj, labels: labels}, st, nil
+	return off, adj, st, nil
 }
 
 // parallelNodes runs fn over node ranges [lo, hi) covering [0, n) on all
-// cores, ranges cut so each holds about the same number of entries of off,
-// and returns the sum of fn's results.
+// cores (par.Run), ranges cut so each holds about the same number of entries
+// of off, and returns the sum of fn's results.
 func parallelNodes(n int, off []int64, fn func(lo, hi int) int64) int64 {
 	workers := runtime.GOMAXPROCS(0)
 	total := off[n]
@@ -113,31 +129,20 @@ func parallelNodes(n int, off []int64, fn func(lo, hi int) int64) int64 {
 		u = v
 		next = off[v] + step
 	}
-	var claim atomic.Int64
 	var sum atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var s int64
-			for {
-				i := int(claim.Add(1)) - 1
-				if i >= len(cuts) {
-					break
-				}
-				lo := 0
-				if i > 0 {
-					lo = cuts[i-1]
-				}
-				s += fn(lo, cuts[i])
-			}
-			sum.Add(s)
-		}()
-	}
-	wg.Wait()
+	par.Run(context.Background(), len(cuts), par.Options{Workers: workers}, noState, func(_ struct{}, i int) error {
+		lo := 0
+		if i > 0 {
+			lo = cuts[i-1]
+		}
+		sum.Add(fn(lo, cuts[i]))
+		return nil
+	})
 	return sum.Load()
 }
+
+// noState is par.Run's per-worker state for loops that need none.
+func noState(int) struct{} { return struct{}{} }
 
 // FromCSR makes a graph of the given CSR arrays and labels (nil: labels are
 // the decimal ids), which the graph then owns. It checks every invariant of
@@ -182,25 +187,27 @@ func FromCSR(off []int64, adj []int32, labels []string) (*Graph, error) {
 	if u := bad.Load(); u >= 0 {
 		return nil, fmt.Errorf("graph: neighbour list of node %d is not strictly increasing within [0,%d) without self-loops", u, n)
 	}
-	// The two remaining checks are independent: run them side by side.
-	labelErr := make(chan error, 1)
-	go func() {
-		if labels != nil {
-			if i, j, ok := distinct(labels); !ok {
-				labelErr <- fmt.Errorf("graph: nodes %d and %d have the same label %q", i, j, labels[i])
-				return
-			}
+	// The two remaining checks are independent: run them side by side. The
+	// label check builds the graph's label index.
+	var index labelIndex
+	var labelErr error
+	var u int32
+	var sym bool
+	par.Run(context.Background(), 2, par.Options{}, noState, func(_ struct{}, i int) error {
+		if i == 0 {
+			index, labelErr = newLabelIndex(labels)
+		} else {
+			u, sym = symmetric(off, adj)
 		}
-		labelErr <- nil
-	}()
-	u, sym := symmetric(off, adj)
-	if err := <-labelErr; err != nil {
-		return nil, err
+		return nil
+	})
+	if labelErr != nil {
+		return nil, labelErr
 	}
 	if !sym {
 		return nil, fmt.Errorf("graph: adjacency is not symmetric at node %d", u)
 	}
-	return &Graph{Off: off, Adj: adj, labels: labels}, nil
+	return &Graph{Off: off, Adj: adj, labels: labels, index: index}, nil
 }
 
 // symmetric checks that v is in N(u) exactly when u is in N(v), for a CSR
@@ -234,29 +241,4 @@ func symmetric(off []int64, adj []int32) (int32, bool) {
 		}
 	}
 	return 0, true
-}
-
-// distinct reports whether all labels differ, and otherwise two equal ones.
-// It sorts 64-bit hashes of the labels; only when two hashes are equal does
-// it compare strings (through a map).
-func distinct(labels []string) (int, int, bool) {
-	seed := maphash.MakeSeed()
-	hs := make([]uint64, len(labels))
-	for i, l := range labels {
-		hs[i] = maphash.String(seed, l)
-	}
-	slices.Sort(hs)
-	for k := 1; k < len(hs); k++ {
-		if hs[k] == hs[k-1] {
-			seen := make(map[string]int, len(labels))
-			for i, l := range labels {
-				if j, ok := seen[l]; ok {
-					return j, i, false
-				}
-				seen[l] = i
-			}
-			break // a hash collision between different labels
-		}
-	}
-	return 0, 0, true
 }

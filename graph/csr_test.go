@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"errors"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -69,6 +71,79 @@ func TestFromCSRSymmetryProperty(t *testing.T) {
 		_, err := FromCSR(off, adj, nil)
 		if (err == nil) != sym {
 			t.Fatalf("symmetric %v, FromCSR error %v (off %v adj %v)", sym, err, off, adj)
+		}
+	})
+}
+
+// TestBuildCSRProperty checks the one CSR builder against a brute-force
+// adjacency (a set of neighbours per node) on edge lists in several chunks,
+// large enough in some cases for the parallel sort and merge (at least 2^16
+// entries): the lists, the self-loops dropped and the duplicates merged.
+func TestBuildCSRProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 3000).Draw(t, "n")
+		m := rapid.SampledFrom([]int{0, 1, 10, 500, 40000}).Draw(t, "m")
+		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(t, "seed"), 7))
+		span := rapid.IntRange(1, n).Draw(t, "span") // small spans make repeats and self-loops
+		var chunks [][]Edge
+		var chunk []Edge
+		want := make([]map[int32]bool, n)
+		var loops, pairs int64
+		for i := 0; i < m; i++ {
+			u := r.IntN(n)
+			v := (u + r.IntN(span)) % n
+			if r.IntN(2) == 0 {
+				u, v = v, u
+			}
+			chunk = append(chunk, Edge{int32(u), int32(v)})
+			if u == v {
+				loops++
+			} else {
+				if want[u] == nil {
+					want[u] = map[int32]bool{}
+				}
+				if want[v] == nil {
+					want[v] = map[int32]bool{}
+				}
+				if !want[u][int32(v)] {
+					pairs++
+				}
+				want[u][int32(v)], want[v][int32(u)] = true, true
+			}
+			if r.IntN(5000) == 0 {
+				chunks, chunk = append(chunks, chunk), nil
+			}
+		}
+		chunks = append(chunks, chunk)
+		off, adj, st, err := buildCSR(n, chunks)
+		if pairs == 0 {
+			if !errors.Is(err, ErrEmpty) {
+				t.Fatalf("no pairs: got %v, want ErrEmpty", err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.SelfLoopsDropped != loops || st.DuplicatesMerged != int64(m)-loops-pairs {
+			t.Fatalf("stats %+v, want %d self-loops and %d duplicates", st, loops, int64(m)-loops-pairs)
+		}
+		if len(off) != n+1 || off[0] != 0 || off[n] != int64(len(adj)) || int64(len(adj)) != 2*pairs {
+			t.Fatalf("offsets %d..%d for %d entries, want %d", off[0], off[n], len(adj), 2*pairs)
+		}
+		for u := 0; u < n; u++ {
+			got := adj[off[u]:off[u+1]]
+			exp := make([]int32, 0, len(want[u]))
+			for v := range want[u] {
+				exp = append(exp, v)
+			}
+			slices.Sort(exp)
+			if !slices.Equal(got, exp) {
+				t.Fatalf("node %d: %v, want %v", u, got, exp)
+			}
+		}
+		if _, err := FromCSR(off, adj, nil); err != nil {
+			t.Fatalf("the builder's CSR fails FromCSR: %v", err)
 		}
 	})
 }

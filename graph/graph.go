@@ -1,27 +1,41 @@
 // Package graph holds dplp's undirected simple graph: int32 node ids in CSR
 // form with sorted neighbour lists, plus the map back to the user's labels.
 //
-// Every other package reads graphs through this type. It is immutable after
-// construction, so it may be shared by any number of goroutines.
+// Every other package reads graphs through this type. A Graph is immutable:
+// every constructor (FromEdges, FromCSR, Parse and ReadFile, Without) builds
+// all of it, the label index included, before returning it, and no method
+// writes to it afterwards. It may therefore be shared by any number of
+// goroutines without locking. The exported Off and Adj slices, and the
+// slices returned by Neighbors and Labels, alias the graph and must not be
+// modified.
 package graph
 
 import (
 	"errors"
 	"slices"
 	"strconv"
-	"sync/atomic"
 )
 
 // Graph is an undirected simple graph in compressed sparse row form.
 // Node ids are dense in [0, N). Neighbours of u are Adj[Off[u]:Off[u+1]],
-// sorted ascending, with no self-loops and no repeats.
+// sorted ascending, with no self-loops and no repeats. A Graph is never
+// modified after construction (see the package documentation).
 type Graph struct {
 	Off    []int64
 	Adj    []int32
-	labels []string // labels[id]; nil means the label of id is its decimal id
-	// index maps labels to ids; built on first use (concurrent builders
-	// build equal maps, and one of them is kept).
-	index atomic.Pointer[map[string]int32]
+	labels []string   // labels[id]; nil means the label of id is its decimal id
+	index  labelIndex // built by newGraph, with the graph
+}
+
+// newGraph is the one place a Graph is assembled: it builds the label index
+// (which checks that labels are distinct), so the graph is complete, and
+// never changes, once returned. The arrays are the caller's checked CSR.
+func newGraph(off []int64, adj []int32, labels []string) (*Graph, error) {
+	index, err := newLabelIndex(labels)
+	if err != nil {
+		return nil, err
+	}
+	return &Graph{Off: off, Adj: adj, labels: labels, index: index}, nil
 }
 
 // Edge is an undirected pair of node ids.
@@ -39,7 +53,8 @@ var ErrEmpty = errors.New("graph has no edges")
 // FromEdges builds a graph on n nodes from an edge list in any order. Self-loops
 // are dropped and repeated or reciprocal pairs merged, both counted in the
 // returned stats. labels may be nil (labels are then the decimal ids) or have
-// length n. The edges slice is not retained.
+// length n, all distinct (two equal labels are an error). The edges slice is
+// not retained.
 func FromEdges(n int, edges []Edge, labels []string) (*Graph, BuildStats, error) {
 	return fromEdgeChunks(n, [][]Edge{edges}, labels)
 }
@@ -90,41 +105,20 @@ func (g *Graph) Label(id int32) string {
 // Labels returns the label table (nil when labels are decimal ids).
 func (g *Graph) Labels() []string { return g.labels }
 
-// ID looks up the node id of a user label.
+// ID looks up the node id of a user label. It only reads the index built
+// with the graph.
 func (g *Graph) ID(label string) (int32, bool) {
-	if g.labels == nil {
-		id, err := strconv.Atoi(label)
-		if err != nil || id < 0 || id >= g.N() || strconv.Itoa(id) != label {
-			return 0, false
-		}
-		return int32(id), true
+	if g.index.decimal {
+		return decimalID(label, g.N())
 	}
-	id, ok := (*g.labelIndex())[label]
-	return id, ok
+	return g.index.lookup(g.labels, label)
 }
 
-func (g *Graph) labelIndex() *map[string]int32 {
-	if p := g.index.Load(); p != nil {
-		return p
-	}
-	idx := make(map[string]int32, len(g.labels))
-	for i, l := range g.labels {
-		idx[l] = int32(i)
-	}
-	if g.index.CompareAndSwap(nil, &idx) {
-		return &idx
-	}
-	return g.index.Load()
-}
-
-// WithIndex precomputes the label index. (ID is safe for concurrent use
-// without it; the index is built on first use.)
-func (g *Graph) WithIndex() *Graph {
-	if g.labels != nil {
-		g.labelIndex()
-	}
-	return g
-}
+// WithIndex returns g. The label index is built when the graph is
+// constructed; WithIndex is kept so that existing callers compile.
+//
+// Deprecated: graphs are complete when constructed; drop the call.
+func (g *Graph) WithIndex() *Graph { return g }
 
 // Edges calls fn for every undirected edge once, with u < v.
 func (g *Graph) Edges(fn func(u, v int32)) {
@@ -145,7 +139,7 @@ func (g *Graph) EdgeList() []Edge {
 }
 
 // Without returns a copy of g with the given undirected edges removed. Pairs
-// that are not edges are ignored. Labels are shared. The result may have nodes
+// that are not edges are ignored. Labels and their index are shared. The result may have nodes
 // of degree zero; it is never an error for it to have no edges.
 func (g *Graph) Without(remove func(u, v int32) bool) *Graph {
 	n := g.N()
@@ -164,7 +158,6 @@ func (g *Graph) Without(remove func(u, v int32) bool) *Graph {
 		}
 	}
 	off[n] = int64(len(adj))
-	h := &Graph{Off: off, Adj: slices.Clip(adj), labels: g.labels}
-	h.index.Store(g.index.Load())
-	return h
+	// Same labels, so the same (immutable) index.
+	return &Graph{Off: off, Adj: slices.Clip(adj), labels: g.labels, index: g.index}
 }

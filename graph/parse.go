@@ -153,7 +153,6 @@ type merger struct {
 	strings map[string]int32
 	remap   []int32
 	arena   arena
-	decs    bool // some label is decimal
 }
 
 var errTooMany = errors.New("more than 2^31-1 distinct node labels")
@@ -185,7 +184,6 @@ func (m *merger) resolve(b *block, k uint32) (int32, error) {
 		m.remap[i] = id
 		return id, nil
 	}
-	m.decs = true
 	if k < denseLimit {
 		if int(k) >= len(m.dense) {
 			n := max(int(k)+1, 2*len(m.dense), 1024)
@@ -238,8 +236,14 @@ func (m *merger) merge(b *block) error {
 }
 
 // parseEdges reads the whole stream and returns the edges (in blocks, global
-// ids), the labels and, when every label is non-decimal, the label index.
-func parseEdges(r io.Reader, name string, rep *ReadReport) ([][]Edge, []string, map[string]int32, error) {
+// ids) and the labels.
+//
+// The reader, workers and merger form a pipeline, which internal/par (a pool
+// of independent items) cannot express: blocks are created while the stream
+// is read, with no count known in advance, and the merger must take them in
+// stream order while later blocks are still being tokenized. So the
+// goroutines are started here by hand.
+func parseEdges(r io.Reader, name string, rep *ReadReport) ([][]Edge, []string, error) {
 	workers := runtime.GOMAXPROCS(0)
 	inflight := 2*workers + 2
 	free := make(chan []byte, inflight+1)
@@ -339,11 +343,7 @@ func parseEdges(r io.Reader, name string, rep *ReadReport) ([][]Edge, []string, 
 	}
 	wg.Wait()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	var index map[string]int32
-	if !m.decs {
-		index = m.strings
-	}
-	return chunks, m.labels, index, nil
+	return chunks, m.labels, nil
 }

@@ -137,7 +137,7 @@ func ReadFile(path string) (*Graph, *ReadReport, error) {
 // line and the problem. The input is tokenized in parallel on all cores.
 func Parse(r io.Reader, name string) (*Graph, *ReadReport, error) {
 	rep := &ReadReport{Name: name}
-	chunks, labels, index, err := parseEdges(r, name, rep)
+	chunks, labels, err := parseEdges(r, name, rep)
 	if err != nil {
 		return nil, rep, err
 	}
@@ -151,9 +151,6 @@ func Parse(r io.Reader, name string) (*Graph, *ReadReport, error) {
 			return nil, rep, fmt.Errorf("%s: %w (every line was a self-loop)", name, ErrEmpty)
 		}
 		return nil, rep, fmt.Errorf("%s: %w", name, err)
-	}
-	if index != nil {
-		g.index.Store(&index)
 	}
 	return g, rep, nil
 }

@@ -1,9 +1,10 @@
 package graph
 
 import (
-	"runtime"
-	"sync"
+	"context"
 	"sync/atomic"
+
+	"github.com/dplp/dplp/internal/par"
 )
 
 // Stats are the summary numbers printed by `dplp stats`.
@@ -76,39 +77,23 @@ func (g *Graph) TrianglesPerNode() []int64 {
 		}
 	}
 	counts := make([]int64, n)
-	workers := runtime.GOMAXPROCS(0)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	const chunk = 256
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			mark := make([]int32, n) // mark[x] = u+1 when x is a forward neighbour of u
-			for {
-				lo := int(next.Add(chunk)) - chunk
-				if lo >= n {
-					return
-				}
-				hi := min(lo+chunk, n)
-				for u := lo; u < hi; u++ {
-					fu := fadj[foff[u]:foff[u+1]]
-					for _, x := range fu {
-						mark[x] = int32(u) + 1
-					}
-					for _, v := range fu {
-						for _, x := range fadj[foff[v]:foff[v+1]] {
-							if mark[x] == int32(u)+1 {
-								atomic.AddInt64(&counts[u], 1)
-								atomic.AddInt64(&counts[v], 1)
-								atomic.AddInt64(&counts[x], 1)
-							}
-						}
-					}
+	// mark[x] = u+1 when x is a forward neighbour of u: one per worker.
+	newMark := func(int) []int32 { return make([]int32, n) }
+	par.Run(context.Background(), n, par.Options{Chunk: 256}, newMark, func(mark []int32, u int) error {
+		fu := fadj[foff[u]:foff[u+1]]
+		for _, x := range fu {
+			mark[x] = int32(u) + 1
+		}
+		for _, v := range fu {
+			for _, x := range fadj[foff[v]:foff[v+1]] {
+				if mark[x] == int32(u)+1 {
+					atomic.AddInt64(&counts[u], 1)
+					atomic.AddInt64(&counts[v], 1)
+					atomic.AddInt64(&counts[x], 1)
 				}
 			}
-		}()
-	}
-	wg.Wait()
+		}
+		return nil
+	})
 	return counts
 }

@@ -41,14 +41,12 @@ func Toggle(g *graph.Graph, w int32, xs []int32) (*graph.Graph, error) {
 		}
 		return int(a.V - b.V)
 	})
-	var labels []string
-	if l := g.Labels(); l != nil {
-		labels = slices.Clone(l)
-	}
 	if len(edges) == 0 {
-		return graph.Isolated(n, labels), nil
+		// FromEdges refuses an empty edge list: g without any edge is the
+		// valid graph of n isolated nodes, with g's labels.
+		return g.Without(func(int32, int32) bool { return true }), nil
 	}
-	out, _, err := graph.FromEdges(n, edges, labels)
+	out, _, err := graph.FromEdges(n, edges, g.Labels())
 	return out, err
 }
 

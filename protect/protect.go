@@ -22,9 +22,9 @@ type Set struct {
 }
 
 // New builds a Set on n nodes from pairs in any order. Self-pairs are
-// rejected; repeated and reciprocal pairs are merged.
+// rejected; repeated and reciprocal pairs are merged. The CSR is made by the
+// graph package's builder (graph.FromEdges), the one dplp has.
 func New(n int, pairs []graph.Edge) (*Set, error) {
-	cnt := make([]int64, n+1)
 	for _, p := range pairs {
 		if p.U == p.V {
 			return nil, fmt.Errorf("protect: node %d cannot protect itself", p.U)
@@ -32,39 +32,15 @@ func New(n int, pairs []graph.Edge) (*Set, error) {
 		if p.U < 0 || p.V < 0 || int(p.U) >= n || int(p.V) >= n {
 			return nil, fmt.Errorf("protect: pair (%d,%d) out of range [0,%d)", p.U, p.V, n)
 		}
-		cnt[p.U+1]++
-		cnt[p.V+1]++
 	}
-	for i := 1; i <= n; i++ {
-		cnt[i] += cnt[i-1]
+	if len(pairs) == 0 {
+		return Empty(n), nil
 	}
-	adj := make([]int32, cnt[n])
-	fill := slices.Clone(cnt[:n])
-	for _, p := range pairs {
-		adj[fill[p.U]] = p.V
-		fill[p.U]++
-		adj[fill[p.V]] = p.U
-		fill[p.V]++
+	g, _, err := graph.FromEdges(n, pairs, nil)
+	if err != nil {
+		return nil, fmt.Errorf("protect: %w", err)
 	}
-	var w int64
-	start := int64(0)
-	for u := 0; u < n; u++ {
-		end := cnt[u+1]
-		nb := adj[start:end]
-		slices.Sort(nb)
-		cnt[u] = w
-		var prev int32 = -1
-		for _, v := range nb {
-			if v != prev {
-				adj[w] = v
-				w++
-				prev = v
-			}
-		}
-		start = end
-	}
-	cnt[n] = w
-	return &Set{off: cnt, adj: slices.Clip(adj[:w])}, nil
+	return &Set{off: g.Off, adj: g.Adj}, nil
 }
 
 // Empty is a set with no protected pairs on n nodes.

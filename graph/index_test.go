@@ -1,0 +1,159 @@
+package graph
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// TestIDProperty: ID inverts Label for every node and finds nothing else,
+// for label tables of every kind the index distinguishes (none, the decimal
+// ids, decimal labels in another order, arbitrary strings).
+func TestIDProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(2, 300).Draw(t, "n")
+		var labels []string
+		switch rapid.IntRange(0, 3).Draw(t, "kind") {
+		case 1:
+			for i := range n {
+				labels = append(labels, fmt.Sprint(i))
+			}
+		case 2:
+			ids := make([]int, n)
+			for i := range ids {
+				ids[i] = i
+			}
+			for _, v := range rapid.Permutation(ids).Draw(t, "perm") {
+				labels = append(labels, fmt.Sprint(v))
+			}
+		case 3:
+			seen := map[string]bool{}
+			for len(labels) < n {
+				if l := rapid.String().Draw(t, "label"); !seen[l] {
+					seen[l] = true
+					labels = append(labels, l)
+				}
+			}
+		}
+		edges := []Edge{{0, 1}}
+		g, _, err := FromEdges(n, edges, labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			if id, ok := g.ID(g.Label(int32(i))); !ok || id != int32(i) {
+				t.Fatalf("ID(Label(%d)) = %d, %v", i, id, ok)
+			}
+		}
+		for _, l := range []string{"", "-1", fmt.Sprint(n), "01", "x" + g.Label(0), g.Label(0) + " "} {
+			id, ok := g.ID(l)
+			if want := labels != nil && slicesIndex(labels, l) >= 0; ok != want || ok && g.Label(id) != l {
+				t.Fatalf("ID(%q) = %d, %v", l, id, ok)
+			}
+		}
+	})
+}
+
+func slicesIndex(s []string, x string) int {
+	for i, y := range s {
+		if y == x {
+			return i
+		}
+	}
+	return -1
+}
+
+// TestDuplicateLabels: every constructor refuses equal labels, naming the
+// first repeat in id order.
+func TestDuplicateLabels(t *testing.T) {
+	labels := []string{"a", "b", "c", "b", "a"}
+	edges := []Edge{{0, 1}, {2, 3}, {3, 4}}
+	const want = `graph: nodes 1 and 3 have the same label "b"`
+	if _, _, err := FromEdges(5, edges, labels); err == nil || err.Error() != want {
+		t.Errorf("FromEdges: %v, want %s", err, want)
+	}
+	g, _, err := FromEdges(5, edges, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := FromCSR(g.Off, g.Adj, labels); err == nil || err.Error() != want {
+		t.Errorf("FromCSR: %v, want %s", err, want)
+	}
+}
+
+// TestConcurrentReads: a graph is complete when returned, so lookups from
+// many goroutines at once are plain reads (the race detector checks that no
+// method writes).
+func TestConcurrentReads(t *testing.T) {
+	var sb strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&sb, "user%d user%d\n", i, (i*7+1)%2000)
+	}
+	g, _, err := Parse(strings.NewReader(sb.String()), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := g.Without(func(u, v int32) bool { return u%2 == 0 })
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 {
+				l := fmt.Sprintf("user%d", (i+w*500)%2000)
+				id, ok := g.ID(l)
+				id2, ok2 := h.ID(l)
+				if !ok || !ok2 || id != id2 || g.Label(id) != l {
+					t.Errorf("ID(%q) = %d %v / %d %v", l, id, ok, id2, ok2)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// BenchmarkID looks up every label of a million-node graph with string labels.
+func BenchmarkID(b *testing.B) {
+	const n = 1 << 20
+	labels := make([]string, n)
+	edges := make([]Edge, n-1)
+	for i := range labels {
+		labels[i] = fmt.Sprintf("user-%d", i*7919%n)
+		if i > 0 {
+			edges[i-1] = Edge{int32(i - 1), int32(i)}
+		}
+	}
+	b.Run("build", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := newLabelIndex(labels); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// The map the index replaced, for comparison.
+	b.Run("map-build", func(b *testing.B) {
+		for b.Loop() {
+			idx := make(map[string]int32, len(labels))
+			for i, l := range labels {
+				idx[l] = int32(i)
+			}
+		}
+	})
+	g, _, err := FromEdges(n, edges, labels)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("lookup", func(b *testing.B) {
+		i := 0
+		for b.Loop() {
+			if _, ok := g.ID(labels[i]); !ok {
+				b.Fatal("missing")
+			}
+			i = (i + 1) & (n - 1)
+		}
+	})
+}
