@@ -2,13 +2,11 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"sort"
-	"text/tabwriter"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -135,23 +133,30 @@ is exactly {"users": [{"user", "spent", "releases"}], "total_spent"}.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %d releases used a seeded noise generator: they have no privacy guarantee and must not be deployed\n", seeded)
 			}
 			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
+				p := newPrinter(cmd.OutOrStdout(), formatJSONL)
+				if err := p.value(out); err != nil {
+					return err
+				}
+				return p.flush()
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "user\tspent_eps\trho\treleases\tseeded")
-			for _, u := range users {
-				fmt.Fprintf(tw, "%s\t%.6g\t%.6g\t%d\t%d\n", u.User, u.Spent, u.Rho, u.Releases, u.Seeded)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d users, total spent %.6g (the sum is not a guarantee; each user's own spending is)\n", len(users), out.TotalSpent)
-			return nil
+			return printLedgerUsers(newPrinter(cmd.OutOrStdout(), formatTable), users, out.TotalSpent)
 		},
 	}
 	cmd.Flags().StringVar(&store, "store", "", storeHelp)
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"users": [{"user", "spent", "releases"}], "total_spent"}`)
 	return cmd
+}
+
+// printLedgerUsers prints the users table and the total.
+func printLedgerUsers(p *printer, users []ledger.Spend, total float64) error {
+	p.row("user", "spent_eps", "rho", "releases", "seeded")
+	for _, u := range users {
+		p.row(u.User, fmt.Sprintf("%.6g", u.Spent), fmt.Sprintf("%.6g", u.Rho), strconv.Itoa(u.Releases), strconv.Itoa(u.Seeded))
+	}
+	if err := p.line("%d users, total spent %.6g (the sum is not a guarantee; each user's own spending is)", len(users), total); err != nil {
+		return err
+	}
+	return p.flush()
 }
 
 type exposureEntryJSON struct {
@@ -241,9 +246,13 @@ func (o *ledgerExposureOptions) run(cmd *cobra.Command) error {
 	}
 	out := exposureReport(all, o.top)
 	if o.asJSON {
-		return json.NewEncoder(cmd.OutOrStdout()).Encode(out)
+		p := newPrinter(cmd.OutOrStdout(), formatJSONL)
+		if err := p.value(out); err != nil {
+			return err
+		}
+		return p.flush()
 	}
-	return printExposure(cmd.OutOrStdout(), out)
+	return printExposure(newPrinter(cmd.OutOrStdout(), formatTable), out)
 }
 
 // exposureReport keeps the top most exposed named parties of all (0 = all),
@@ -277,27 +286,24 @@ func exposureReport(all []ledger.Exposure, top int) exposureJSON {
 }
 
 // printExposure prints the exposure table and summary.
-func printExposure(w io.Writer, out exposureJSON) error {
+func printExposure(p *printer, out exposureJSON) error {
 	if out.Summary.Count == 0 && out.Unlisted.Eps == 0 {
-		fmt.Fprintln(w, "no exposure recorded")
-		return nil
+		p.line("no exposure recorded")
+		return p.flush()
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "party\texposure_eps\trho")
+	g := func(x float64) string { return fmt.Sprintf("%.6g", x) }
+	p.row("party", "exposure_eps", "rho")
 	for _, e := range out.Parties {
-		fmt.Fprintf(tw, "%s\t%.6g\t%.6g\n", e.Party, e.Eps, e.Rho)
+		p.row(e.Party, g(e.Eps), g(e.Rho))
 	}
 	if out.Unlisted.Eps > 0 || out.Unlisted.Rho > 0 {
-		fmt.Fprintf(tw, "(every other party)\t%.6g\t%.6g\n", out.Unlisted.Eps, out.Unlisted.Rho)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
+		p.row("(every other party)", g(out.Unlisted.Eps), g(out.Unlisted.Rho))
 	}
 	m := out.Summary
 	if m.Count == 0 {
-		fmt.Fprintln(w, "no named parties: every release counted for every party")
-		return nil
+		p.line("no named parties: every release counted for every party")
+	} else {
+		p.line("%d named parties: mean %.6g, p50 %.6g, p90 %.6g, max %.6g (eps)", m.Count, m.Mean, m.P50, m.P90, m.Max)
 	}
-	fmt.Fprintf(w, "%d named parties: mean %.6g, p50 %.6g, p90 %.6g, max %.6g (eps)\n", m.Count, m.Mean, m.P50, m.P90, m.Max)
-	return nil
+	return p.flush()
 }

@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"bufio"
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -89,7 +86,7 @@ func (o *recOptions) validate(cmd *cobra.Command) error {
 	if o.k < 1 {
 		return fmt.Errorf("--k must be >= 1, got %d", o.k)
 	}
-	if o.format != "table" && o.format != "csv" && o.format != "jsonl" {
+	if o.format != formatTable && o.format != formatCSV && o.format != formatJSONL {
 		return fmt.Errorf("--format must be table, csv or jsonl, got %q", o.format)
 	}
 	if o.modelPath == "" {
@@ -224,32 +221,27 @@ func (o *recOptions) stream(ctx context.Context, cmd *cobra.Command, rec *releas
 
 // recWriter prints results as they stream in.
 type recWriter struct {
-	bw     *bufio.Writer
-	format string
-	eps    float64
-	cw     *csv.Writer
-	enc    *json.Encoder
+	p   *printer
+	eps float64
 }
 
 func newRecWriter(cmd *cobra.Command, format, header string, eps float64) *recWriter {
-	w := &recWriter{bw: bufio.NewWriter(cmd.OutOrStdout()), format: format, eps: eps}
+	w := &recWriter{p: newPrinter(cmd.OutOrStdout(), format), eps: eps}
 	switch format {
-	case "table":
-		fmt.Fprintln(w.bw, header)
-	case "csv":
+	case formatTable:
+		w.p.line("%s", header)
+	case formatCSV:
 		fmt.Fprintln(cmd.ErrOrStderr(), header)
-		w.cw = csv.NewWriter(w.bw)
-		w.cw.Write([]string{"user", "rank", "candidate", "eps_p", "k", "cost", "seeded"})
-	case "jsonl":
+		w.p.row("user", "rank", "candidate", "eps_p", "k", "cost", "seeded")
+	case formatJSONL:
 		fmt.Fprintln(cmd.ErrOrStderr(), header)
-		w.enc = json.NewEncoder(w.bw)
 	}
 	return w
 }
 
 func (w *recWriter) write(r release.Result) error {
-	switch w.format {
-	case "table":
+	switch w.p.format {
+	case formatTable:
 		tag := ""
 		if !r.Fresh {
 			tag = " (re-served, no cost)"
@@ -257,27 +249,21 @@ func (w *recWriter) write(r release.Result) error {
 		if r.Seeded {
 			tag += " [seeded, not for deployment]"
 		}
-		fmt.Fprintf(w.bw, "%s%s: %s\n", r.User, tag, strings.Join(r.List, " "))
-	case "csv":
+		return w.p.line("%s%s: %s", r.User, tag, strings.Join(r.List, " "))
+	case formatCSV:
 		for i, v := range r.List {
-			w.cw.Write([]string{r.User, strconv.Itoa(i + 1), v, strconv.FormatFloat(w.eps, 'g', -1, 64), strconv.Itoa(r.K), strconv.FormatFloat(r.Cost, 'g', -1, 64), strconv.FormatBool(r.Seeded)})
+			if err := w.p.row(r.User, strconv.Itoa(i+1), v, strconv.FormatFloat(w.eps, 'g', -1, 64), strconv.Itoa(r.K), strconv.FormatFloat(r.Cost, 'g', -1, 64), strconv.FormatBool(r.Seeded)); err != nil {
+				return err
+			}
 		}
-		return w.cw.Error()
-	case "jsonl":
-		return w.enc.Encode(recLine{User: r.User, Recommendations: nonNil(r.List), K: r.K, EpsP: w.eps, Cost: r.Cost, Seeded: r.Seeded})
+		return nil
+	case formatJSONL:
+		return w.p.value(recLine{User: r.User, Recommendations: nonNil(r.List), K: r.K, EpsP: w.eps, Cost: r.Cost, Seeded: r.Seeded})
 	}
 	return nil
 }
 
-func (w *recWriter) flush() error {
-	if w.cw != nil {
-		w.cw.Flush()
-		if err := w.cw.Error(); err != nil {
-			return err
-		}
-	}
-	return w.bw.Flush()
-}
+func (w *recWriter) flush() error { return w.p.flush() }
 
 func nonNil(s []string) []string {
 	if s == nil {

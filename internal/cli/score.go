@@ -1,12 +1,7 @@
 package cli
 
 import (
-	"bufio"
-	"encoding/csv"
-	"encoding/json"
 	"fmt"
-	"runtime"
-	"slices"
 	"strconv"
 
 	"github.com/dplp/dplp/graph"
@@ -54,59 +49,6 @@ func (q *queryFlags) resolve(g *graph.Graph, name string) ([]int32, error) {
 		}
 	}
 	return out, nil
-}
-
-type scoredCand struct {
-	v      int32
-	s, pub float64
-}
-
-type queryTop struct {
-	u            int32
-	deltaS, sMax float64
-	cands        int
-	top          []scoredCand
-}
-
-// topCandidates picks the n best candidates of r by s (then s_pub, then id),
-// filling from the zero block in id order when needed.
-func topCandidates(w *score.Worker, r *score.Result, n int, idx []int, zero []int32) ([]scoredCand, []int, []int32) {
-	idx = idx[:0]
-	for i := range r.Cands {
-		idx = append(idx, i)
-	}
-	slices.SortFunc(idx, func(a, b int) int {
-		switch {
-		case r.S[a] != r.S[b]:
-			if r.S[a] > r.S[b] {
-				return -1
-			}
-			return 1
-		case r.Pub[a] != r.Pub[b]:
-			if r.Pub[a] > r.Pub[b] {
-				return -1
-			}
-			return 1
-		}
-		return int(r.Cands[a]) - int(r.Cands[b])
-	})
-	out := make([]scoredCand, 0, min(n, r.NumCandidates()))
-	for _, i := range idx {
-		if len(out) == n {
-			return out, idx, zero
-		}
-		out = append(out, scoredCand{r.Cands[i], r.S[i], r.Pub[i]})
-	}
-	if len(out) < n && r.Zero > 0 {
-		zero = w.ZeroCands(zero[:0])
-		for _, v := range zero {
-			if len(out) == n {
-				break
-			}
-			out = append(out, scoredCand{v, 0, 0})
-		}
-	}
-	return out, idx, zero
 }
 
 // scoreOptions holds the flag values of the score command.
@@ -160,7 +102,7 @@ func (o *scoreOptions) validate() error {
 	if o.top < 1 {
 		return fmt.Errorf("--top must be >= 1, got %d", o.top)
 	}
-	if o.format != "csv" && o.format != "jsonl" {
+	if o.format != formatCSV && o.format != formatJSONL {
 		return fmt.Errorf("--format must be csv or jsonl, got %q", o.format)
 	}
 	return nil
@@ -179,77 +121,52 @@ func (o *scoreOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	results, err := scoreTops(sc, queries, o.top)
+	bar := progress.New(int64(len(queries)), "scoring")
+	tops, err := sc.TopCandidatesAll(queries, o.top, func() { bar.Add(1) })
+	bar.Finish()
 	if err != nil {
 		return err
 	}
-	return writeScores(cmd, g, sc.Name(), o.format, results)
+	return writeScores(newPrinter(cmd.OutOrStdout(), o.format), g, sc.Name(), tops)
 }
 
-// scoreTops scores every query against all its candidates on all cores and
-// keeps each query's top candidates, in query order.
-func scoreTops(sc *score.Scorer, queries []int32, top int) ([]queryTop, error) {
-	pos := make(map[int32]int, len(queries))
-	for i, u := range queries {
-		pos[u] = i
-	}
-	results := make([]queryTop, len(queries))
-	bar := progress.New(int64(len(queries)), "scoring")
-	type scratch struct {
-		idx  []int
-		zero []int32
-	}
-	scr := make([]scratch, runtime.GOMAXPROCS(0))
-	err := sc.EachWorker(queries, func(worker int, w *score.Worker, r *score.Result) {
-		s := &scr[worker]
-		var t []scoredCand
-		t, s.idx, s.zero = topCandidates(w, r, top, s.idx, s.zero)
-		results[pos[r.U]] = queryTop{r.U, r.DeltaS, r.SMax, r.NumCandidates(), t}
-		bar.Add(1)
-	})
-	bar.Finish()
-	return results, err
+// scoreCand and scoreLine are the JSON lines of score --format jsonl.
+type scoreCand struct {
+	Candidate string  `json:"candidate"`
+	S         float64 `json:"s"`
+	SPub      float64 `json:"s_pub"`
 }
 
-func writeScores(cmd *cobra.Command, g *graph.Graph, name, format string, results []queryTop) error {
-	bw := bufio.NewWriter(cmd.OutOrStdout())
+type scoreLine struct {
+	Query      string      `json:"query"`
+	Score      string      `json:"score"`
+	DeltaS     float64     `json:"delta_s"`
+	SMax       float64     `json:"s_max"`
+	Candidates int         `json:"candidates"`
+	Top        []scoreCand `json:"top"`
+}
+
+// writeScores prints each query's top candidates: a CSV row per candidate,
+// or a JSON line per query.
+func writeScores(p *printer, g *graph.Graph, name string, tops []score.Top) error {
 	ff := func(x float64) string { return strconv.FormatFloat(x, 'g', 10, 64) }
-	if format == "csv" {
-		cw := csv.NewWriter(bw)
-		cw.Write([]string{"query", "rank", "candidate", "s", "s_pub", "delta_s", "s_max"})
-		for _, q := range results {
-			for i, c := range q.top {
-				cw.Write([]string{g.Label(q.u), strconv.Itoa(i + 1), g.Label(c.v), ff(c.s), ff(c.pub), ff(q.deltaS), ff(q.sMax)})
+	if p.format == formatCSV {
+		p.row("query", "rank", "candidate", "s", "s_pub", "delta_s", "s_max")
+	}
+	for _, q := range tops {
+		if p.format == formatCSV {
+			for i, c := range q.Best {
+				p.row(g.Label(q.U), strconv.Itoa(i+1), g.Label(c.V), ff(c.S), ff(c.Pub), ff(q.DeltaS), ff(q.SMax))
 			}
+			continue
 		}
-		cw.Flush()
-		if err := cw.Error(); err != nil {
-			return err
+		l := scoreLine{Query: g.Label(q.U), Score: name, DeltaS: q.DeltaS, SMax: q.SMax, Candidates: q.Candidates}
+		for _, c := range q.Best {
+			l.Top = append(l.Top, scoreCand{g.Label(c.V), c.S, c.Pub})
 		}
-		return bw.Flush()
-	}
-	enc := json.NewEncoder(bw)
-	type cand struct {
-		Candidate string  `json:"candidate"`
-		S         float64 `json:"s"`
-		SPub      float64 `json:"s_pub"`
-	}
-	type row struct {
-		Query      string  `json:"query"`
-		Score      string  `json:"score"`
-		DeltaS     float64 `json:"delta_s"`
-		SMax       float64 `json:"s_max"`
-		Candidates int     `json:"candidates"`
-		Top        []cand  `json:"top"`
-	}
-	for _, q := range results {
-		r := row{Query: g.Label(q.u), Score: name, DeltaS: q.deltaS, SMax: q.sMax, Candidates: q.cands}
-		for _, c := range q.top {
-			r.Top = append(r.Top, cand{g.Label(c.v), c.s, c.pub})
-		}
-		if err := enc.Encode(r); err != nil {
+		if err := p.value(l); err != nil {
 			return err
 		}
 	}
-	return bw.Flush()
+	return p.flush()
 }
