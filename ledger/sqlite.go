@@ -60,7 +60,10 @@ func openSQLite(ctx context.Context, path string, opt SQLiteOptions, upto int) (
 	if opt.SyncNormal {
 		syncMode = "NORMAL"
 	}
-	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(%s)&_txlock=immediate",
+	// cache_size: 64 MiB of page cache per connection (SQLite's default is
+	// 2 MiB): batch charges insert into three indexes keyed by user, in no
+	// particular order, and a small cache turns that into disk reads.
+	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(%s)&_pragma=cache_size(-65536)&_txlock=immediate",
 		path, busy.Milliseconds(), syncMode)
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {

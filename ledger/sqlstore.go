@@ -138,93 +138,210 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 
 	var results []ChargeResult
 	err := s.b.write(ctx, func(q querier) error {
-		results = make([]ChargeResult, len(rs)) // fn may be retried: start afresh
-		// Lock every user's spend row in one global order (sorted users,
-		// then sorted exposure parties at the end) so that concurrent
-		// PostgreSQL transactions cannot deadlock. SQLite holds the database
-		// write lock already (BEGIN IMMEDIATE).
-		spends := make(map[string]*spendRow, len(sorted))
-		for _, u := range sorted {
-			// One statement creates the row if needed, locks it (PostgreSQL:
-			// the conflicting upsert takes the row lock) and reads it.
-			sp := &spendRow{}
-			if err := q.queryRow(ctx, "INSERT INTO spend (user_id) VALUES (?) ON CONFLICT (user_id) DO UPDATE SET user_id = excluded.user_id RETURNING spent, rho, releases, seeded", u).
-				Scan(&sp.spent, &sp.rho, &sp.releases, &sp.seeded); err != nil {
-				return err
-			}
-			spends[u] = sp
-		}
-		for i := range items {
-			if bad[i] != nil {
-				results[i].Err = bad[i]
-				continue
-			}
-			r := items[i]
-			if r.IdemKey != "" {
-				old, err := scanRelease(q.queryRow(ctx, "SELECT "+releaseCols+" FROM releases WHERE user_id = ? AND idem_key = ?", r.User, r.IdemKey))
-				switch {
-				case err == nil:
-					if old.Model != r.Model || old.K != r.K {
-						results[i].Err = fmt.Errorf("ledger: %w: user %q key %q was used for release %d (model %q, k=%d), not model %q, k=%d",
-							ErrIdemConflict, r.User, r.IdemKey, old.ID, old.Model, old.K, r.Model, r.K)
-					} else {
-						results[i] = ChargeResult{Release: old}
-					}
-					continue
-				case !errors.Is(err, errNoRows):
-					return err
-				}
-			}
-			sp := spends[r.User]
-			if !(sp.spent+r.Cost <= cap.Eps) || !(sp.rho+r.Rho <= cap.Rho) {
-				results[i].Err = &BudgetError{User: r.User, Spent: sp.spent, Cost: r.Cost, Rho: sp.rho, RhoC: r.Rho, Cap: cap}
-				continue
-			}
-			list, _ := json.Marshal(r.List)
-			infl, _ := json.Marshal(r.Influencers)
-			var idem any
-			if r.IdemKey != "" {
-				idem = r.IdemKey
-			}
-			seeded := 0
-			if r.Seeded {
-				seeded = 1
-			}
-			// A release with influencers waits (folded = 0) to be added to
-			// the exposure table by foldExposure; recording it here is what
-			// makes its exposure durable.
-			folded := 1
-			if len(r.Influencers) > 0 {
-				folded = 0
-			}
-			if err := q.queryRow(ctx, `INSERT INTO releases (user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded)
-				VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-				r.User, r.Model, r.K, string(list), r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), string(infl), folded).Scan(&r.ID); err != nil {
-				return err
-			}
-			sp.spent += r.Cost
-			sp.rho += r.Rho
-			sp.releases++
-			if r.Seeded {
-				sp.seeded++
-			}
-			sp.dirty = true
-			results[i] = ChargeResult{Release: r, Fresh: true}
-		}
-		for _, u := range sorted {
-			if sp := spends[u]; sp.dirty {
-				if err := q.exec(ctx, "UPDATE spend SET spent = ?, rho = ?, releases = ?, seeded = ? WHERE user_id = ?",
-					sp.spent, sp.rho, sp.releases, sp.seeded, u); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
+		var err error
+		results, err = chargeTx(ctx, q, items, bad, sorted, cap) // fn may be retried: start afresh
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return results, nil
+}
+
+// chargeChunk is the number of users (or releases) one multi-row statement
+// covers: well under SQLite's and PostgreSQL's limits on parameters.
+const chargeChunk = 500
+
+// idemRef names a release by its user and idempotency key.
+type idemRef struct{ user, key string }
+
+// chargeTx is ChargeBatch's transaction: lock and read every user's spend
+// row (sorted users, in chunks), look up the idempotency keys (in chunks),
+// then charge the items in order and write the changed spend rows back.
+func chargeTx(ctx context.Context, q querier, items []Release, bad []error, users []string, cap Cap) ([]ChargeResult, error) {
+	results := make([]ChargeResult, len(items))
+	// Lock every user's spend row in one global order (sorted users) so that
+	// concurrent PostgreSQL transactions cannot deadlock. SQLite holds the
+	// database write lock already (BEGIN IMMEDIATE).
+	spends, err := lockSpends(ctx, q, users)
+	if err != nil {
+		return nil, err
+	}
+	known, err := lookupIdem(ctx, q, items, bad)
+	if err != nil {
+		return nil, err
+	}
+	for i := range items {
+		if bad[i] != nil {
+			results[i].Err = bad[i]
+			continue
+		}
+		r := items[i]
+		ref := idemRef{r.User, r.IdemKey}
+		if r.IdemKey != "" {
+			if old, ok := known[ref]; ok {
+				if old.Model != r.Model || old.K != r.K {
+					results[i].Err = fmt.Errorf("ledger: %w: user %q key %q was used for release %d (model %q, k=%d), not model %q, k=%d",
+						ErrIdemConflict, r.User, r.IdemKey, old.ID, old.Model, old.K, r.Model, r.K)
+				} else {
+					results[i] = ChargeResult{Release: old}
+				}
+				continue
+			}
+		}
+		sp := spends[r.User]
+		if !(sp.spent+r.Cost <= cap.Eps) || !(sp.rho+r.Rho <= cap.Rho) {
+			results[i].Err = &BudgetError{User: r.User, Spent: sp.spent, Cost: r.Cost, Rho: sp.rho, RhoC: r.Rho, Cap: cap}
+			continue
+		}
+		if err := insertRelease(ctx, q, &r); err != nil {
+			return nil, err
+		}
+		sp.spent += r.Cost
+		sp.rho += r.Rho
+		sp.releases++
+		if r.Seeded {
+			sp.seeded++
+		}
+		sp.dirty = true
+		if r.IdemKey != "" {
+			known[ref] = r // a later item with the same key gets this release
+		}
+		results[i] = ChargeResult{Release: r, Fresh: true}
+	}
+	return results, writeSpends(ctx, q, users, spends)
+}
+
+// lockSpends creates the spend rows that are missing, locks them all
+// (PostgreSQL: the conflicting upsert takes the row lock) and reads them,
+// one statement per chunk of sorted users.
+func lockSpends(ctx context.Context, q querier, users []string) (map[string]*spendRow, error) {
+	spends := make(map[string]*spendRow, len(users))
+	for lo := 0; lo < len(users); lo += chargeChunk {
+		part := users[lo:min(lo+chargeChunk, len(users))]
+		args := make([]any, len(part))
+		for i, u := range part {
+			args[i] = u
+		}
+		rs, err := q.query(ctx, "INSERT INTO spend (user_id) VALUES (?)"+strings.Repeat(", (?)", len(part)-1)+
+			" ON CONFLICT (user_id) DO UPDATE SET user_id = excluded.user_id RETURNING user_id, spent, rho, releases, seeded", args...)
+		if err != nil {
+			return nil, err
+		}
+		for rs.Next() {
+			var u string
+			sp := &spendRow{}
+			if err := rs.Scan(&u, &sp.spent, &sp.rho, &sp.releases, &sp.seeded); err != nil {
+				rs.Close()
+				return nil, err
+			}
+			spends[u] = sp
+		}
+		err = rs.Err()
+		rs.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, u := range users {
+		if spends[u] == nil {
+			return nil, fmt.Errorf("ledger: spend row of %q was not returned", u)
+		}
+	}
+	return spends, nil
+}
+
+// lookupIdem returns the recorded releases of the valid items' (user,
+// idempotency key) pairs, one query per key and chunk of users.
+func lookupIdem(ctx context.Context, q querier, items []Release, bad []error) (map[idemRef]Release, error) {
+	byKey := map[string][]string{}
+	seen := map[idemRef]bool{}
+	for i, r := range items {
+		ref := idemRef{r.User, r.IdemKey}
+		if bad[i] != nil || r.IdemKey == "" || seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		byKey[r.IdemKey] = append(byKey[r.IdemKey], r.User)
+	}
+	known := map[idemRef]Release{}
+	for key, users := range byKey {
+		for lo := 0; lo < len(users); lo += chargeChunk {
+			part := users[lo:min(lo+chargeChunk, len(users))]
+			args := make([]any, 0, len(part)+1)
+			args = append(args, key)
+			for _, u := range part {
+				args = append(args, u)
+			}
+			rs, err := q.query(ctx, "SELECT "+releaseCols+" FROM releases WHERE idem_key = ? AND user_id IN (?"+strings.Repeat(", ?", len(part)-1)+")", args...)
+			if err != nil {
+				return nil, err
+			}
+			for rs.Next() {
+				rel, err := scanRelease(rs)
+				if err != nil {
+					rs.Close()
+					return nil, err
+				}
+				known[idemRef{rel.User, rel.IdemKey}] = rel
+			}
+			err = rs.Err()
+			rs.Close()
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return known, nil
+}
+
+// insertRelease records r and sets its ID.
+func insertRelease(ctx context.Context, q querier, r *Release) error {
+	list, _ := json.Marshal(r.List)
+	infl, _ := json.Marshal(r.Influencers)
+	var idem any
+	if r.IdemKey != "" {
+		idem = r.IdemKey
+	}
+	seeded := 0
+	if r.Seeded {
+		seeded = 1
+	}
+	// A release with influencers waits (folded = 0) to be added to the
+	// exposure table by foldExposure; recording it here is what makes its
+	// exposure durable.
+	folded := 1
+	if len(r.Influencers) > 0 {
+		folded = 0
+	}
+	return q.queryRow(ctx, `INSERT INTO releases (user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+		r.User, r.Model, r.K, string(list), r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), string(infl), folded).Scan(&r.ID)
+}
+
+// writeSpends writes the changed spend rows back, one statement per chunk.
+func writeSpends(ctx context.Context, q querier, users []string, spends map[string]*spendRow) error {
+	var dirty []string
+	for _, u := range users {
+		if spends[u].dirty {
+			dirty = append(dirty, u)
+		}
+	}
+	const per = chargeChunk / 5
+	for lo := 0; lo < len(dirty); lo += per {
+		part := dirty[lo:min(lo+per, len(dirty))]
+		args := make([]any, 0, 5*len(part))
+		for _, u := range part {
+			sp := spends[u]
+			args = append(args, u, sp.spent, sp.rho, sp.releases, sp.seeded)
+		}
+		if err := q.exec(ctx, "INSERT INTO spend (user_id, spent, rho, releases, seeded) VALUES (?, ?, ?, ?, ?)"+
+			strings.Repeat(", (?, ?, ?, ?, ?)", len(part)-1)+
+			" ON CONFLICT (user_id) DO UPDATE SET spent = excluded.spent, rho = excluded.rho, releases = excluded.releases, seeded = excluded.seeded", args...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *sqlStore) Latest(ctx context.Context, user, model string, k int) (Release, bool, error) {

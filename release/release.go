@@ -438,14 +438,49 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 			return fmt.Errorf("release: user id %d out of range [0,%d)", u, r.g.N())
 		}
 	}
-	const batch = 4096 // users per charging transaction: large batches share exposure rows
+	const batch = 4096 // users per charging transaction
 	nw := max(1, runtime.GOMAXPROCS(0))
+	// Two stages: while window w is charged (one transaction, mostly on one
+	// core) and emitted, window w+1 is looked up and sampled on all cores.
+	// A user in both windows is still charged once for a sticky list: the
+	// charge's idempotency key finds the first release.
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type prepared struct {
+		w   *window
+		err error
+	}
+	start := func(lo int) chan prepared {
+		ch := make(chan prepared, 1)
+		go func() {
+			w, err := r.prepare(pctx, users[lo:min(lo+batch, len(users))], k, nw)
+			ch <- prepared{w, err}
+		}()
+		return ch
+	}
+	var next chan prepared
+	if len(users) > 0 {
+		next = start(0)
+	}
+	defer func() {
+		if next != nil { // an error left a window in flight: wait for it
+			cancel()
+			<-next
+		}
+	}()
 	for lo := 0; lo < len(users); lo += batch {
+		p := <-next
+		next = nil
+		if p.err != nil {
+			return p.err
+		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		hi := min(lo+batch, len(users))
-		res, err := r.window(ctx, users[lo:hi], k, nw)
+		if lo+batch < len(users) {
+			next = start(lo + batch)
+		}
+		res, err := r.commit(ctx, p.w, k)
 		if err != nil {
 			return err
 		}
@@ -458,11 +493,19 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 	return nil
 }
 
-// window releases one batch of users: re-serve lookups, parallel sampling,
-// one charging transaction.
-func (r *Recommender) window(ctx context.Context, users []int32, k int, nw int) ([]Result, error) {
-	res := make([]Result, len(users))
-	todo := make([]int, 0, len(users))
+// window is one batch of users, looked up and sampled, not yet charged.
+type window struct {
+	users []int32
+	res   []Result
+	outs  []Outcome
+	todo  []int            // indexes of users that need a fresh list
+	recs  []ledger.Release // their releases, in the order of todo
+}
+
+// prepare looks up the re-served lists of a batch of users and samples the
+// others in parallel; nothing is charged or returned yet.
+func (r *Recommender) prepare(ctx context.Context, users []int32, k int, nw int) (*window, error) {
+	w := &window{users: users, res: make([]Result, len(users)), todo: make([]int, 0, len(users))}
 	var prevs map[string]ledger.Release
 	if r.store != nil && !r.fresh {
 		labels := make([]string, len(users))
@@ -475,40 +518,37 @@ func (r *Recommender) window(ctx context.Context, users []int32, k int, nw int) 
 		}
 	}
 	for i, u := range users {
-		res[i] = Result{User: r.g.Label(u), K: k, Seeded: r.seed != nil}
-		if prevs != nil {
-			prev, ok := prevs[res[i].User]
-			if ok {
-				res[i].List = prev.List
-				res[i].ReleaseID = prev.ID
-				res[i].Seeded = prev.Seeded
-				res[i].Guarantee = r.guarantee(r.picksOf(prev.Cost))
-				res[i].Notice = "re-served at no cost (post-processing of an earlier release)"
-				continue
-			}
+		w.res[i] = Result{User: r.g.Label(u), K: k, Seeded: r.seed != nil}
+		if prev, ok := prevs[w.res[i].User]; ok {
+			w.res[i].List = prev.List
+			w.res[i].ReleaseID = prev.ID
+			w.res[i].Seeded = prev.Seeded
+			w.res[i].Guarantee = r.guarantee(r.picksOf(prev.Cost))
+			w.res[i].Notice = "re-served at no cost (post-processing of an earlier release)"
+			continue
 		}
-		todo = append(todo, i)
+		w.todo = append(w.todo, i)
 	}
-	outs := make([]Outcome, len(users))
+	w.outs = make([]Outcome, len(users))
 	// Each user's generator comes from the user (seeded runs) or is the
 	// worker's crypto stream, so the lists do not depend on scheduling.
 	var states []*workerState
 	var mu sync.Mutex
-	err := par.Run(ctx, len(todo), par.Options{Workers: nw}, func(int) *workerState {
+	err := par.Run(ctx, len(w.todo), par.Options{Workers: nw}, func(int) *workerState {
 		ws := r.state()
 		mu.Lock()
 		states = append(states, ws)
 		mu.Unlock()
 		return ws
 	}, func(ws *workerState, j int) error {
-		i := todo[j]
+		i := w.todo[j]
 		out, err := r.sample(ws, users[i], k, 0)
 		if err != nil {
 			return err
 		}
 		// Sampler buffers are reused: copy the ids out.
 		out.IDs = append([]int32(nil), out.IDs...)
-		outs[i] = out
+		w.outs[i] = out
 		return nil
 	})
 	for _, ws := range states {
@@ -517,16 +557,23 @@ func (r *Recommender) window(ctx context.Context, users []int32, k int, nw int) 
 	if err != nil {
 		return nil, err
 	}
-	recs := make([]ledger.Release, len(todo))
-	for j, i := range todo {
+	w.recs = make([]ledger.Release, len(w.todo))
+	for j, i := range w.todo {
 		idem := r.idem
 		if idem == "" && !r.fresh && r.store != nil {
 			// Concurrent first requests for the same sticky list (other
 			// goroutines, processes or replicas) get one list, charged once.
 			idem = fmt.Sprintf("sticky:%s:k=%d", r.modelID, k)
 		}
-		recs[j] = r.ledgerRelease(users[i], k, outs[i], idem)
+		w.recs[j] = r.ledgerRelease(users[i], k, w.outs[i], idem)
 	}
+	return w, nil
+}
+
+// commit charges a prepared window in one transaction and fills in its
+// results; only then may they be returned.
+func (r *Recommender) commit(ctx context.Context, w *window, k int) ([]Result, error) {
+	res, outs, todo, recs := w.res, w.outs, w.todo, w.recs
 	if r.store != nil && len(recs) > 0 {
 		cr, err := r.store.ChargeBatch(ctx, recs, r.cap)
 		if err != nil {

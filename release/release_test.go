@@ -454,6 +454,85 @@ func TestStreamCancel(t *testing.T) {
 	}
 }
 
+// Windows are pipelined (window w+1 is looked up and sampled while window w
+// is charged), yet a sticky stream in which every user appears in three
+// windows charges each user once and re-serves that one list; an emit error
+// stops the stream with at most one window charged after it.
+func TestStreamPipelinedWindows(t *testing.T) {
+	g, p, m := fixture(t)
+	st := openStore(t)
+	rec, err := release.New(m, g, p, release.WithStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users []int32
+	for len(users) < 3*4096+7 {
+		users = append(users, allUsers(g)...)
+	}
+	lists := map[string][]string{}
+	fresh := 0
+	err = rec.Stream(context.Background(), users, 5, func(i int, r release.Result) error {
+		if r.Err != nil {
+			return r.Err
+		}
+		if r.User != g.Label(users[i]) {
+			return fmt.Errorf("result %d is for %s, want %s", i, r.User, g.Label(users[i]))
+		}
+		if r.Fresh {
+			fresh++
+		}
+		if prev, ok := lists[r.User]; ok && !slices.Equal(prev, r.List) {
+			return fmt.Errorf("user %s got %v, then %v", r.User, prev, r.List)
+		}
+		lists[r.User] = r.List
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := st.Users(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	charged := 0
+	for _, s := range sp {
+		if s.Releases != 1 {
+			t.Fatalf("user %s charged %d times", s.User, s.Releases)
+		}
+		charged++
+	}
+	if charged != g.N() || fresh != g.N() {
+		t.Fatalf("%d users charged, %d fresh lists; want %d each", charged, fresh, g.N())
+	}
+
+	st2 := openStore(t)
+	rec2, err := release.New(m, g, p, release.WithStore(st2), release.WithFresh(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := errors.New("stop")
+	err = rec2.Stream(context.Background(), users, 5, func(i int, _ release.Result) error {
+		if i == 10 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) {
+		t.Fatalf("err %v, want the emit error", err)
+	}
+	sp, err = st2.Users(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, s := range sp {
+		total += s.Releases
+	}
+	if total > 4096 {
+		t.Fatalf("%d releases charged, want at most the first window", total)
+	}
+}
+
 // A crypto-seeded Recommender without a store is refused: its lists would
 // leave uncharged.
 func TestDeploymentNeedsLedger(t *testing.T) {
