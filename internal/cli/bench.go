@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/release"
 	"runtime"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/dplp/dplp/graph"
@@ -60,19 +58,22 @@ func benchScorer(cmd *cobra.Command, path string, pf *protFlags, qspec string, k
 }
 
 func printBench(cmd *cobra.Command, asJSON bool, keys []string, vals map[string]any) error {
-	out := cmd.OutOrStdout()
 	if asJSON {
-		return json.NewEncoder(out).Encode(vals)
+		p := newPrinter(cmd.OutOrStdout(), formatJSONL)
+		if err := p.value(vals); err != nil {
+			return err
+		}
+		return p.flush()
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	p := newPrinter(cmd.OutOrStdout(), formatTable)
 	for _, k := range keys {
 		if x, ok := vals[k].(float64); ok {
-			fmt.Fprintf(tw, "%s\t%.6g\n", k, x)
+			p.row(k, fmt.Sprintf("%.6g", x))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%v\n", k, vals[k])
+		p.row(k, fmt.Sprint(vals[k]))
 	}
-	return tw.Flush()
+	return p.flush()
 }
 
 func newBenchScoreCmd() *cobra.Command {

@@ -1,11 +1,8 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"github.com/dplp/dplp/internal/predflags"
-	"io"
-	"text/tabwriter"
 
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/progress"
@@ -210,22 +207,25 @@ func (o *evalLPOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	if o.asJSON {
-		return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+		p := newPrinter(cmd.OutOrStdout(), formatJSONL)
+		if err := p.value(res); err != nil {
+			return err
+		}
+		return p.flush()
 	}
-	return printEvalLP(cmd.OutOrStdout(), o.spec.Name, res)
+	return printEvalLP(newPrinter(cmd.OutOrStdout(), formatTable), o.spec.Name, res)
 }
 
 // printEvalLP prints an eval-lp result as a two-column table.
-func printEvalLP(w io.Writer, name string, res predict.LPResult) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "score\t%s\n", name)
-	fmt.Fprintf(tw, "roc_auc_mean\t%.4f\n", res.ROCAUCMean)
+func printEvalLP(p *printer, name string, res predict.LPResult) error {
+	p.row("score", name)
+	p.row("roc_auc_mean", fmt.Sprintf("%.4f", res.ROCAUCMean))
 	if len(res.PerSeed) > 1 {
-		fmt.Fprintf(tw, "roc_auc_ci95\t%.4f\n", res.ROCAUCCI95)
+		p.row("roc_auc_ci95", fmt.Sprintf("%.4f", res.ROCAUCCI95))
 	} else {
-		fmt.Fprintf(tw, "roc_auc_ci95\tn/a (one seed)\n")
+		p.row("roc_auc_ci95", "n/a (one seed)")
 	}
-	fmt.Fprintf(tw, "per seed\t%.4f\n", res.PerSeed)
-	fmt.Fprintf(tw, "seconds\t%.2f\n", res.Seconds)
-	return tw.Flush()
+	p.row("per seed", fmt.Sprintf("%.4f", res.PerSeed))
+	p.row("seconds", fmt.Sprintf("%.2f", res.Seconds))
+	return p.flush()
 }
