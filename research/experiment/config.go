@@ -53,10 +53,12 @@ type Config struct {
 	// exponential mechanism on the utility (s/S_max)^A, paper Figure 2).
 	Methods []string `json:"methods"`
 	// Calibrations: rigorous (default) and/or reference (reproduction only;
-	// does not meet the guarantee). Under reference, DPLP-family methods are
-	// trained with the authors' data choices but released with the rigorous
-	// calibration of the trained transform (the reference calibration has no
-	// transform); power:A is always rigorous.
+	// does not meet the guarantee). Under reference, dplp, dplp-lin and
+	// dplp-umnn are the authors' DPLP re-implemented with their noise
+	// (research/refdplp; NO guarantee, every row labelled, see Result.Noise
+	// and the eps_eff columns); dplp-pub is trained with the authors' data
+	// choices but released with the rigorous calibration of the trained
+	// transform; power:A is always rigorous.
 	Calibrations []string `json:"calibrations"`
 	// Protocols: clean (default), reference, deployment.
 	Protocols []string `json:"protocols"`
@@ -73,7 +75,9 @@ type Config struct {
 	K []int `json:"k"`
 	// Seeds is the number of repetitions; seed values are 0..Seeds-1.
 	Seeds int `json:"seeds"`
-	// Epochs for DPLP training (0: the trainer's default).
+	// Epochs for DPLP training (0: the trainer's default; for the authors'
+	// DPLP under the reference calibration, 0 keeps their 50 DPLP-Lin and 10
+	// DPLP epochs and n > 0 sets both to n, DPLP-Lin at least 2).
 	Epochs int `json:"epochs"`
 	// NonEdgeFrac also protects this fraction of non-edges (clean and
 	// deployment protocols only).

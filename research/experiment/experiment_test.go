@@ -593,9 +593,11 @@ func TestReferenceCalibration(t *testing.T) {
 			ref++
 		}
 	}
-	// dplp and dplp-lin: clean/rigorous, reference/rigorous, reference/reference.
-	if len(opts) != 6 || ref != 2 {
-		t.Fatalf("trainings %d (reference data %d), want 6 (2)", len(opts), ref)
+	// dplp and dplp-lin: clean/rigorous and reference/rigorous; under
+	// reference/reference they are the authors' own (research/refdplp, see
+	// refdplp_test.go), not our trainer.
+	if len(opts) != 4 || ref != 0 {
+		t.Fatalf("trainings %d (reference data %d), want 4 (0)", len(opts), ref)
 	}
 	for _, c := range cals {
 		if c != calib.Rigorous {
@@ -814,7 +816,7 @@ func TestEmbeddingPredictor(t *testing.T) {
 		if r.Queries <= 0 || r.AUC < 0 || r.AUC > 1 {
 			t.Fatalf("bad gcn row %+v", r)
 		}
-		if strings.HasPrefix(r.Method, "dplp") && r.HeldOutAUC == nil {
+		if strings.HasPrefix(r.Method, "dplp") && r.HeldOutAUC == nil && (r.Noise == "" || r.EpsEffMedian == nil) {
 			t.Fatalf("gcn dplp row without training summary: %+v", r)
 		}
 	}
@@ -833,8 +835,9 @@ func TestEmbeddingPredictor(t *testing.T) {
 	if len(fits) != 2*2*2 {
 		t.Fatalf("%d fits, want 8", len(fits))
 	}
-	// dplp and dplp-lin: clean/rigorous, reference/rigorous, reference/reference.
-	if n := len(trainNames); n != 2*2*3 || slices.Index(trainNames, "gcn") < 0 {
+	// dplp and dplp-lin: clean/rigorous, reference/rigorous (reference/reference
+	// is the authors' own, research/refdplp).
+	if n := len(trainNames); n != 2*2*2 || slices.Index(trainNames, "gcn") < 0 {
 		t.Fatalf("trainings %v", trainNames)
 	}
 	for _, k := range refKinds {

@@ -88,6 +88,9 @@ type cellKey struct {
 	// Predictor holds the options that change a fitted predictor's scores
 	// (nil for the triad scores, which have none).
 	Predictor *predictorKey `json:"predictor,omitempty"`
+	// RefNoise versions the cells released with the authors' DPLP noise
+	// (refMethod; "" for every other cell, whose key it leaves unchanged).
+	RefNoise string `json:"ref_noise,omitempty"`
 }
 
 // predictorKey is the canonical form of the predictor options that matter
@@ -231,6 +234,9 @@ func (p *plan) key(c cell, graphSHA string) cellKey {
 	}
 	if c.method.trained() {
 		k.Epochs = p.cfg.Epochs
+	}
+	if _, ok := refMethod(c); ok {
+		k.RefNoise = refNoiseVersion
 	}
 	return k
 }

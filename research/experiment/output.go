@@ -56,6 +56,18 @@ type Result struct {
 	// by the public scores are free; 0 for public-only; null for the
 	// non-private top-K and for cells cached before the column existed).
 	EpsSpent *float64 `json:"eps_spent"`
+	// The cells of dplp, dplp-lin and dplp-umnn under the reference
+	// calibration are released with the authors' DPLP noise (research/refdplp):
+	// Noise labels them (RefNoiseNote: no guarantee), EpsEffMedian and
+	// EpsEffMax are the median and largest effective eps per pick over the
+	// queries with noise (2 Delta(u) / b(u), see refdplp.Evaluate), and
+	// NoiseMultiplier what the authors multiply the Gumbel noise G / e by
+	// (sum beta for dplp, f(1) for dplp-umnn, ||w||_2 for dplp-lin). Absent
+	// for every other cell.
+	Noise           string   `json:"noise,omitempty"`
+	EpsEffMedian    *float64 `json:"eps_eff_median,omitempty"`
+	EpsEffMax       *float64 `json:"eps_eff_max,omitempty"`
+	NoiseMultiplier *float64 `json:"noise_multiplier,omitempty"`
 }
 
 // ReadResults reads a results.json written by Run.
@@ -80,7 +92,8 @@ func (p *plan) row(c cell, r *Result) Row {
 // csvHeader are the columns of results.csv, in results.json's key order.
 var csvHeader = []string{"dataset", "score", "method", "calibration", "protocol", "eps", "sigma", "k", "seed",
 	"auc_at_k", "precision_at_k", "recall_at_k", "ndcg_at_k", "map_at_k", "mrr", "hits_at_k", "queries",
-	"roc_auc", "zero_noise_queries", "seconds", "train_seconds", "held_out_auc", "eps_spent", "budget"}
+	"roc_auc", "zero_noise_queries", "seconds", "train_seconds", "held_out_auc", "eps_spent",
+	"noise", "eps_eff_median", "eps_eff_max", "noise_multiplier", "budget"}
 
 // fmtF formats a configuration value (eps, sigma, a power) in the shortest
 // form that reads back exactly; method names such as power:A use it too.
@@ -105,7 +118,8 @@ func (r *Row) csv() []string {
 	return []string{r.Dataset, r.Score, r.Method, r.Calibration, r.Protocol, fmtF(r.Eps), fmtF(r.Sigma),
 		strconv.Itoa(r.K), strconv.Itoa(r.Seed), fmtM(r.AUC), fmtM(r.Precision), fmtM(r.Recall), fmtM(r.NDCG),
 		fmtM(r.MAP), fmtM(r.MRR), fmtM(r.Hits), strconv.Itoa(r.Queries), fmtPtr(r.ROCAUC),
-		strconv.Itoa(r.ZeroNoise), fmtM(r.Seconds), ts, fmtPtr(r.HeldOutAUC), fmtPtr(r.EpsSpent), r.Budget}
+		strconv.Itoa(r.ZeroNoise), fmtM(r.Seconds), ts, fmtPtr(r.HeldOutAUC), fmtPtr(r.EpsSpent),
+		r.Noise, fmtPtr(r.EpsEffMedian), fmtPtr(r.EpsEffMax), fmtPtr(r.NoiseMultiplier), r.Budget}
 }
 
 // writeJSON writes v as indented JSON to path (atomically, see writeAtomic).
@@ -242,9 +256,13 @@ func summary(p *plan, rows []Row, skipped int, figs []string) string {
 	hasRef := slices.Contains(p.cals, calib.Reference)
 	if hasRef {
 		fmt.Fprintf(&b, "**%s.** Rows with calibration `reference` do not meet the guarantee; they exist only to compare "+
-			"with the authors' published numbers. Under the reference calibration, DPLP-family methods are trained with the "+
-			"authors' data choices but released with the rigorous calibration of the trained transform (the reference "+
-			"calibration has no transform), and power:A is always rigorous.\n\n", calib.Warning)
+			"with the authors' published numbers. Under the reference calibration, dplp, dplp-lin and dplp-umnn are "+
+			"the authors' own DPLP re-implemented (research/refdplp): their power features, training and noise "+
+			"(DPLP-Lin: an independent Gumbel per power feature; DPLP: the Gumbel times the sum of the raw DPLP-Lin "+
+			"parameters; DPLP-UMNN: times f(1)), which carry NO guarantee; their rows say so in the `noise` column, and "+
+			"`eps_eff_median` / `eps_eff_max` measure the effective eps per pick their noise gives. dplp-pub is trained "+
+			"with the authors' data choices but released with the rigorous calibration of the trained transform, and "+
+			"power:A is always rigorous.\n\n", calib.Warning)
 	}
 	if skipped > 0 {
 		fmt.Fprintf(&b, "%d cells pairing the reference calibration with a non-reference protocol were skipped "+
@@ -276,6 +294,7 @@ func summary(p *plan, rows []Row, skipped int, figs []string) string {
 						b.WriteString(table(p, agg, prot.String(), cal.String(), eps, budget, sigma, k))
 						b.WriteString("\n")
 						b.WriteString(epsSpentTable(p, rows, prot.String(), cal.String(), eps, budget, sigma, k))
+						b.WriteString(epsEffList(p, rows, prot.String(), cal.String(), eps, budget, sigma, k))
 					}
 				}
 			}
