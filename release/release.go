@@ -129,9 +129,10 @@ func WithoutLedger() Option {
 // WithExposure turns per-party exposure tracking on (the default) or off.
 // Off, the ledger still records and caps every user's spending (the
 // guarantee), but the releases carry no influence sets, so exposure(w)
-// (docs/privacy-model.md §13) is not maintained for them: a batch over
-// millions of users on a graph with hubs otherwise spends most of its time
-// updating one exposure row per influencing party.
+// (docs/privacy-model.md §13) is not maintained for them. On a graph with
+// hubs a user's influence set has hundreds of parties, computed and stored
+// with every release (the ledger folds them into exposure(w) when exposure
+// is next read), which a batch over millions of users may not want.
 func WithExposure(on bool) Option {
 	return func(r *Recommender) error { r.noExposure = !on; return nil }
 }
