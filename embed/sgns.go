@@ -1,13 +1,13 @@
 package embed
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 
+	"github.com/dplp/dplp/internal/par"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/sampling"
 )
@@ -116,31 +116,27 @@ func trainSkipGram(n int, walks [][]int32, tokens int, cfg SkipGramConfig, seed 
 	if cfg.Hogwild && !raceEnabled {
 		workers = cfg.workers()
 	}
+	newScratch := func(int) *sgnsScratch {
+		return &sgnsScratch{neu1e: make([]float32, dim), negs: make([]int32, cfg.Negative), sen: make([]int32, 0, 128)}
+	}
 	for ep := 0; ep < cfg.Epochs; ep++ {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for w := 0; w < min(workers, chunks); w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				neu1e := make([]float32, dim)
-				negs := make([]int32, cfg.Negative)
-				sen := make([]int32, 0, 128)
-				for {
-					c := int(next.Add(1) - 1)
-					if c >= chunks {
-						return
-					}
-					r := randx.Derive(seed, streamTrain, uint64(ep), uint64(c))
-					done := ep*tokens + offset[c]
-					sen = m.trainChunk(walks[c*trainChunk:min((c+1)*trainChunk, len(walks))], done, r, neu1e, negs, sen)
-					pm.add(offset[c+1] - offset[c])
-				}
-			}()
-		}
-		wg.Wait()
+		// Chunks own their generators and their slice of the schedule, so
+		// only Hogwild's lock-free updates depend on the workers.
+		par.Run(context.Background(), chunks, par.Options{Workers: workers}, newScratch, func(s *sgnsScratch, c int) error {
+			r := randx.Derive(seed, streamTrain, uint64(ep), uint64(c))
+			done := ep*tokens + offset[c]
+			s.sen = m.trainChunk(walks[c*trainChunk:min((c+1)*trainChunk, len(walks))], done, r, s.neu1e, s.negs, s.sen)
+			pm.add(offset[c+1] - offset[c])
+			return nil
+		})
 	}
 	return &Embedding{N: n, Dim: dim, Vec: m.syn0}
+}
+
+// sgnsScratch is one training worker's scratch.
+type sgnsScratch struct {
+	neu1e     []float32
+	negs, sen []int32
 }
 
 // trainChunk runs SGD over a chunk of walks; done is the number of tokens

@@ -2,15 +2,15 @@ package embed
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/par"
 	"github.com/dplp/dplp/sampling"
 )
 
@@ -89,57 +89,50 @@ type degRun struct{ deg, count float64 }
 func ringSequences(g *graph.Graph, layers, workers int) [][][]degRun {
 	n := g.N()
 	out := make([][][]degRun, n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < min(workers, n); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			mark := make([]int32, n) // mark[x] = u+1 when x was reached from u
-			var ring, nxt []int32
-			var degs []int32
-			for {
-				u := int32(next.Add(1) - 1)
-				if int(u) >= n {
-					return
-				}
-				ring = append(ring[:0], u)
-				mark[u] = u + 1
-				var rs [][]degRun
-				for k := 0; k < layers && len(ring) > 0; k++ {
-					degs = degs[:0]
-					for _, x := range ring {
-						degs = append(degs, int32(g.Degree(x)))
-					}
-					slices.Sort(degs)
-					var runs []degRun
-					for _, d := range degs {
-						if l := len(runs); l > 0 && runs[l-1].deg == float64(d) {
-							runs[l-1].count++
-						} else {
-							runs = append(runs, degRun{float64(d), 1})
-						}
-					}
-					rs = append(rs, slices.Clip(runs))
-					if k+1 == layers {
-						break
-					}
-					nxt = nxt[:0]
-					for _, x := range ring {
-						for _, y := range g.Neighbors(x) {
-							if mark[y] != u+1 {
-								mark[y] = u + 1
-								nxt = append(nxt, y)
-							}
-						}
-					}
-					ring, nxt = nxt, ring
-				}
-				out[u] = rs
-			}
-		}()
+	type scratch struct {
+		mark            []int32 // mark[x] = u+1 when x was reached from u
+		ring, nxt, degs []int32
 	}
-	wg.Wait()
+	newScratch := func(int) *scratch { return &scratch{mark: make([]int32, n)} }
+	par.Run(context.Background(), n, par.Options{Workers: workers}, newScratch, func(sc *scratch, node int) error {
+		u := int32(node)
+		mark := sc.mark
+		ring, nxt, degs := append(sc.ring[:0], u), sc.nxt, sc.degs
+		mark[u] = u + 1
+		var rs [][]degRun
+		for k := 0; k < layers && len(ring) > 0; k++ {
+			degs = degs[:0]
+			for _, x := range ring {
+				degs = append(degs, int32(g.Degree(x)))
+			}
+			slices.Sort(degs)
+			var runs []degRun
+			for _, d := range degs {
+				if l := len(runs); l > 0 && runs[l-1].deg == float64(d) {
+					runs[l-1].count++
+				} else {
+					runs = append(runs, degRun{float64(d), 1})
+				}
+			}
+			rs = append(rs, slices.Clip(runs))
+			if k+1 == layers {
+				break
+			}
+			nxt = nxt[:0]
+			for _, x := range ring {
+				for _, y := range g.Neighbors(x) {
+					if mark[y] != u+1 {
+						mark[y] = u + 1
+						nxt = append(nxt, y)
+					}
+				}
+			}
+			ring, nxt = nxt, ring
+		}
+		sc.ring, sc.nxt, sc.degs = ring, nxt, degs
+		out[u] = rs
+		return nil
+	})
 	return out
 }
 
@@ -263,47 +256,35 @@ func candidatePairs(g *graph.Graph, c int) *pairGraph {
 func structuralDistances(seqs [][][]degRun, p *pairGraph, layers, workers int, pm *progressMeter) [][]float64 {
 	n := len(seqs)
 	dist := make([][]float64, len(p.v))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < min(workers, n); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var row []float64
-			for {
-				u := int32(next.Add(1) - 1)
-				if int(u) >= n {
-					return
-				}
-				done := 0
-				for i := p.off[u]; i < p.off[u+1]; i++ {
-					v := p.v[i]
-					if v < u {
-						continue
-					}
-					su, sv := seqs[u], seqs[v]
-					L := min(len(su), len(sv), layers)
-					f := make([]float64, L)
-					acc := 0.0
-					for k := range L {
-						if len(row) < len(sv[k]) {
-							row = make([]float64, 2*len(sv[k]))
-						}
-						acc += dtw(su[k], sv[k], row)
-						f[k] = acc
-					}
-					dist[i] = f
-					// The reverse slot belongs to v, which only reads it
-					// after wg.Wait.
-					j, _ := slices.BinarySearch(p.of(v), u)
-					dist[p.off[v]+int64(j)] = f
-					done++
-				}
-				pm.add(done)
+	par.Run(context.Background(), n, par.Options{Workers: workers}, func(int) *[]float64 { return new([]float64) }, func(row *[]float64, node int) error {
+		u := int32(node)
+		done := 0
+		for i := p.off[u]; i < p.off[u+1]; i++ {
+			v := p.v[i]
+			if v < u {
+				continue
 			}
-		}()
-	}
-	wg.Wait()
+			su, sv := seqs[u], seqs[v]
+			L := min(len(su), len(sv), layers)
+			f := make([]float64, L)
+			acc := 0.0
+			for k := range L {
+				if len(*row) < len(sv[k]) {
+					*row = make([]float64, 2*len(sv[k]))
+				}
+				acc += dtw(su[k], sv[k], *row)
+				f[k] = acc
+			}
+			dist[i] = f
+			// The reverse slot belongs to v, which only reads it
+			// after par.Run returns.
+			j, _ := slices.BinarySearch(p.of(v), u)
+			dist[p.off[v]+int64(j)] = f
+			done++
+		}
+		pm.add(done)
+		return nil
+	})
 	return dist
 }
 

@@ -1,14 +1,14 @@
 package embed
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/par"
 	"github.com/dplp/dplp/randx"
 )
 
@@ -24,6 +24,9 @@ const (
 // not workers, own generators, so walks do not depend on the worker count or
 // GOMAXPROCS.
 const walkChunk = 64
+
+// noState is par.Run's per-worker state for loops that need none.
+func noState(int) struct{} { return struct{}{} }
 
 // walkFunc writes one walk starting at start into out (len(out) = walk
 // length) and returns how many nodes it wrote.
@@ -47,28 +50,16 @@ func runWalks(n int, cfg WalkConfig, workers int, seed uint64, gen walkFunc, pm 
 	flat := make([]int32, total*L)
 	walks := make([][]int32, total)
 	chunks := (total + walkChunk - 1) / walkChunk
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < min(workers, chunks); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				c := int(next.Add(1) - 1)
-				if c >= chunks {
-					return
-				}
-				r := randx.Derive(seed, streamWalk, uint64(c))
-				lo, hi := c*walkChunk, min((c+1)*walkChunk, total)
-				for j := lo; j < hi; j++ {
-					out := flat[j*L : (j+1)*L : (j+1)*L]
-					walks[j] = out[:gen(starts[j], r, out)]
-				}
-				pm.add((hi - lo) * L)
-			}
-		}()
-	}
-	wg.Wait()
+	par.Run(context.Background(), chunks, par.Options{Workers: workers}, noState, func(_ struct{}, c int) error {
+		r := randx.Derive(seed, streamWalk, uint64(c))
+		lo, hi := c*walkChunk, min((c+1)*walkChunk, total)
+		for j := lo; j < hi; j++ {
+			out := flat[j*L : (j+1)*L : (j+1)*L]
+			walks[j] = out[:gen(starts[j], r, out)]
+		}
+		pm.add((hi - lo) * L)
+		return nil
+	})
 	return walks
 }
 

@@ -26,20 +26,20 @@
 package linkclf
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"github.com/dplp/dplp/internal/numeric"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"slices"
-	"sync"
 
 	"gonum.org/v1/gonum/floats"
 	"gonum.org/v1/gonum/optimize"
 
 	"github.com/dplp/dplp/embed"
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/numeric"
+	"github.com/dplp/dplp/internal/par"
 )
 
 // Feature selects the edge feature built from two node vectors.
@@ -323,62 +323,41 @@ func (p *problem) eval(x []float64, withGrad bool) {
 	w, b := x[:d], x[d]
 	np := len(p.pos)
 	total := np + len(p.neg)
-	workers := runtime.GOMAXPROCS(0)
-	if workers > p.chunks {
-		workers = p.chunks
-	}
-	var next int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for k := 0; k < workers; k++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			feat := make([]float64, d)
-			for {
-				mu.Lock()
-				c := next
-				next++
-				mu.Unlock()
-				if c >= p.chunks {
-					return
-				}
-				acc := p.parts[c]
-				clear(acc)
-				hi := min((c+1)*chunkSize, total)
-				for i := c * chunkSize; i < hi; i++ {
-					var e graph.Edge
-					y := 1.0
-					if i < np {
-						e = p.pos[i]
-					} else {
-						e = p.neg[i-np]
-						y = -1
-					}
-					p.features(e.U, e.V, feat)
-					if p.inv != nil {
-						for j, m := range p.mean {
-							feat[j] = (feat[j] - m) * p.inv[j]
-						}
-					}
-					s := b
-					for j, f := range feat {
-						s += w[j] * f
-					}
-					acc[d+1] += log1pexp(-y * s)
-					if withGrad {
-						// d/ds log(1+exp(-y s)) = -y sigma(-y s)
-						gs := -y * numeric.Sigmoid(-y*s)
-						for j, f := range feat {
-							acc[j] += gs * f
-						}
-						acc[d] += gs
-					}
+	par.Run(context.Background(), p.chunks, par.Options{}, func(int) []float64 { return make([]float64, d) }, func(feat []float64, c int) error {
+		acc := p.parts[c]
+		clear(acc)
+		hi := min((c+1)*chunkSize, total)
+		for i := c * chunkSize; i < hi; i++ {
+			var e graph.Edge
+			y := 1.0
+			if i < np {
+				e = p.pos[i]
+			} else {
+				e = p.neg[i-np]
+				y = -1
+			}
+			p.features(e.U, e.V, feat)
+			if p.inv != nil {
+				for j, m := range p.mean {
+					feat[j] = (feat[j] - m) * p.inv[j]
 				}
 			}
-		}()
-	}
-	wg.Wait()
+			s := b
+			for j, f := range feat {
+				s += w[j] * f
+			}
+			acc[d+1] += log1pexp(-y * s)
+			if withGrad {
+				// d/ds log(1+exp(-y s)) = -y sigma(-y s)
+				gs := -y * numeric.Sigmoid(-y*s)
+				for j, f := range feat {
+					acc[j] += gs * f
+				}
+				acc[d] += gs
+			}
+		}
+		return nil
+	})
 }
 
 // standardize sets mean and inv from the training pairs' features (two

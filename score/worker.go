@@ -1,11 +1,12 @@
 package score
 
 import (
+	"context"
 	"fmt"
 	"math/bits"
 	"runtime"
-	"sync"
-	"sync/atomic"
+
+	"github.com/dplp/dplp/internal/par"
 )
 
 // Result is the scoring of one query u against all its candidates (the
@@ -370,9 +371,9 @@ func (w *Worker) ZeroCands(dst []int32) []int32 {
 // and calls fn(worker, r) for each, concurrently from different goroutines.
 // worker in [0, GOMAXPROCS) identifies the calling goroutine so the caller can
 // keep per-worker state; r is reused after fn returns, so fn must copy what
-// it keeps. Queries are handed out in small chunks from an atomic counter
-// (query costs vary a lot with degree). It returns an error, before scoring
-// anything, if a query is out of range.
+// it keeps. Queries are handed out in small chunks (par.Run; query costs
+// vary a lot with degree). It returns an error, before scoring anything, if
+// a query is out of range.
 func (s *Scorer) Each(queries []int32, fn func(worker int, r *Result)) error {
 	return s.EachWorker(queries, func(id int, _ *Worker, r *Result) { fn(id, r) })
 }
@@ -390,31 +391,32 @@ func (s *Scorer) EachWorker(queries []int32, fn func(worker int, w *Worker, r *R
 	if nw == 0 {
 		return nil
 	}
-	chunk := max(1, min(64, nq/(16*nw)))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for id := range nw {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w, _ := s.pool.Get().(*Worker)
-			if w == nil {
-				w = s.NewWorker()
-			}
-			defer s.pool.Put(w)
-			var r Result
-			for {
-				lo := int(next.Add(int64(chunk))) - chunk
-				if lo >= nq {
-					return
-				}
-				for _, u := range queries[lo:min(lo+chunk, nq)] {
-					w.Score(u, &r)
-					fn(id, w, &r)
-				}
-			}
-		}()
+	type state struct {
+		id int
+		w  *Worker
+		r  Result
 	}
-	wg.Wait()
+	// Workers come from the pool and go back to it once every query is
+	// scored; states[id] is written only by goroutine id.
+	states := make([]*state, nw)
+	newState := func(id int) *state {
+		w, _ := s.pool.Get().(*Worker)
+		if w == nil {
+			w = s.NewWorker()
+		}
+		states[id] = &state{id: id, w: w}
+		return states[id]
+	}
+	chunk := max(1, min(64, nq/(16*nw)))
+	_ = par.Run(context.Background(), nq, par.Options{Workers: nw, Chunk: chunk}, newState, func(st *state, i int) error {
+		st.w.Score(queries[i], &st.r)
+		fn(st.id, st.w, &st.r)
+		return nil
+	})
+	for _, st := range states {
+		if st != nil {
+			s.pool.Put(st.w)
+		}
+	}
 	return nil
 }

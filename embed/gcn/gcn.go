@@ -16,16 +16,17 @@
 package gcn
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"github.com/dplp/dplp/internal/numeric"
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"sync"
 
 	"github.com/dplp/dplp/embed"
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/numeric"
+	"github.com/dplp/dplp/internal/par"
 	"github.com/dplp/dplp/linkclf"
 )
 
@@ -279,37 +280,18 @@ const chunk = 128
 
 func numChunks(n int) int { return (n + chunk - 1) / chunk }
 
-// parallel runs fn over row blocks [lo, hi) with block index c.
+// parallel runs fn over row blocks [lo, hi) with block index c, on
+// m.workers goroutines (par.Run; one worker: in order on the caller).
 func (m *model) parallel(fn func(c, lo, hi int)) {
 	nc := numChunks(m.n)
-	w := min(m.workers, nc)
-	if w <= 1 {
-		for c := 0; c < nc; c++ {
-			fn(c, c*chunk, min((c+1)*chunk, m.n))
-		}
-		return
-	}
-	var next int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i := 0; i < w; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				mu.Lock()
-				c := next
-				next++
-				mu.Unlock()
-				if c >= nc {
-					return
-				}
-				fn(c, c*chunk, min((c+1)*chunk, m.n))
-			}
-		}()
-	}
-	wg.Wait()
+	par.Run(context.Background(), nc, par.Options{Workers: max(1, m.workers)}, noState, func(_ struct{}, c int) error {
+		fn(c, c*chunk, min((c+1)*chunk, m.n))
+		return nil
+	})
 }
+
+// noState is par.Run's per-worker state for loops that need none.
+func noState(int) struct{} { return struct{}{} }
 
 // spmm computes out[lo:hi] = (A x)[lo:hi] for x with cols columns.
 func (a *csr) spmm(x, out []float64, cols, lo, hi int) {

@@ -21,16 +21,17 @@
 package line
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"sync"
 	"sync/atomic"
 
 	"github.com/dplp/dplp/embed"
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/par"
 	"github.com/dplp/dplp/sampling"
 )
 
@@ -226,25 +227,28 @@ func train(g *graph.Graph, arcW []float64, cfg Config, rng *rand.Rand, progress 
 	if int64(workers) > total {
 		workers = int(total)
 	}
-	var done atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		share := total / int64(workers)
+	// Generators and shares are fixed before the workers start, in worker
+	// order; one worker (the default) makes training deterministic.
+	shares := make([]int64, workers)
+	rs := make([]*rand.Rand, workers)
+	for w := range workers {
+		shares[w] = total / int64(workers)
 		if int64(w) < total%int64(workers) {
-			share++
+			shares[w]++
 		}
-		r := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
+		rs[w] = rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
+	}
+	var done atomic.Int64
+	err := par.Team(context.Background(), workers, func(ctx context.Context, w int) error {
 		var prog func(done, total int)
 		if w == 0 {
 			prog = progress
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			m.worker(s, cfg, r, share, total, &done, prog)
-		}()
+		return m.worker(ctx, s, cfg, rs[w], shares[w], total, &done, prog)
+	})
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
 	if progress != nil {
 		progress(int(total), int(total))
 	}
@@ -255,7 +259,9 @@ func train(g *graph.Graph, arcW []float64, cfg Config, rng *rand.Rand, progress 
 // (LINE uses 10^4); it bounds the contention on the shared counter.
 const rhoEvery = 10_000
 
-func (m *model) worker(s *sampler, cfg Config, r *rand.Rand, share, total int64, done *atomic.Int64, progress func(done, total int)) {
+// worker takes share samples; it stops early with ctx's error when ctx is
+// cancelled (looked at every rhoEvery samples).
+func (m *model) worker(ctx context.Context, s *sampler, cfg Config, r *rand.Rand, share, total int64, done *atomic.Int64, progress func(done, total int)) error {
 	d := m.d
 	rho0 := float32(cfg.Rho0)
 	minRho := rho0 * 1e-4
@@ -265,6 +271,9 @@ func (m *model) worker(s *sampler, cfg Config, r *rand.Rand, share, total int64,
 	var local int64
 	for i := int64(0); i < share; i++ {
 		if i%rhoEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			if local > 0 {
 				done.Add(local)
 				local = 0
@@ -300,6 +309,7 @@ func (m *model) worker(s *sampler, cfg Config, r *rand.Rand, share, total int64,
 		}
 	}
 	done.Add(local)
+	return nil
 }
 
 // step is one SGD update of LINE's loss for source u:

@@ -47,17 +47,16 @@
 package attack
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/par"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/score"
@@ -313,44 +312,12 @@ const (
 	tagTrial
 )
 
-// parallel runs job(i) for i in [0, n) on GOMAXPROCS goroutines; mk makes
-// one job function per goroutine (so it can own state). It returns the
-// error of the lowest failing index.
-func parallel(n int, mk func() (func(i int) error, error)) error {
-	nw := min(runtime.GOMAXPROCS(0), n)
-	errs := make([]error, n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var mkErr error
-	var once sync.Once
-	for range nw {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			job, err := mk()
-			if err != nil {
-				once.Do(func() { mkErr = err })
-				return
-			}
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				errs[i] = job(i)
-			}
-		}()
-	}
-	wg.Wait()
-	if mkErr != nil {
-		return mkErr
-	}
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
+// parallel runs job(i) for i in [0, n) on GOMAXPROCS goroutines (par.Run);
+// mk makes one job function per goroutine (so it can own state). It returns
+// the error of the lowest failing index.
+func parallel(n int, mk func() func(i int) error) error {
+	return par.Run(context.Background(), n, par.Options{}, func(int) func(int) error { return mk() },
+		func(job func(int) error, i int) error { return job(i) })
 }
 
 // histograms simulates lists per hypothesis and observer on the attacker's
@@ -359,7 +326,7 @@ func parallel(n int, mk func() (func(i int) error, error)) error {
 func histograms(gm *game, cc *calib.Config, cfg *Config, tag uint64, lists int) ([][]float64, error) {
 	nobs := len(gm.obs)
 	fe := make([]int, 2*nobs*lists)
-	err := parallel(2*nobs, func() (func(int) error, error) {
+	err := parallel(2*nobs, func() func(int) error {
 		s := newSim(gm, cc, cfg.K, cfg.deltaScale)
 		return func(j int) error {
 			b, i := j/nobs, j%nobs
@@ -372,7 +339,7 @@ func histograms(gm *game, cc *calib.Config, cfg *Config, tag uint64, lists int) 
 				fe[j*lists+l] = f
 			}
 			return nil
-		}, nil
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -499,13 +466,13 @@ func Run(g *graph.Graph, p *protect.Set, cfg Config) (*Result, error) {
 	}
 	// Threshold from separately simulated games.
 	tcal := make([]float64, 2*cfg.CalibGames)
-	err = parallel(len(tcal), func() (func(int) error, error) {
+	err = parallel(len(tcal), func() func(int) error {
 		s := newSim(gm, cc, cfg.K, cfg.deltaScale)
 		return func(j int) error {
 			var e error
 			tcal[j], e = play(s, lr, cfg.Lists, j%2, randx.Derive(cfg.Seed, tagCalib, uint64(j)))
 			return e
-		}, nil
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -522,7 +489,7 @@ func Run(g *graph.Graph, p *protect.Set, cfg Config) (*Result, error) {
 	// Evaluated trials.
 	type outcome struct{ b, guess int }
 	out := make([]outcome, cfg.Trials)
-	err = parallel(cfg.Trials, func() (func(int) error, error) {
+	err = parallel(cfg.Trials, func() func(int) error {
 		s := newSim(gm, cc, cfg.K, cfg.deltaScale)
 		return func(j int) error {
 			rng := randx.Derive(cfg.Seed, tagTrial, uint64(j))
@@ -539,7 +506,7 @@ func Run(g *graph.Graph, p *protect.Set, cfg Config) (*Result, error) {
 				cfg.OnTrial()
 			}
 			return nil
-		}, nil
+		}
 	})
 	if err != nil {
 		return nil, err

@@ -56,7 +56,7 @@ func triadCandidates(g *graph.Graph, p *protect.Set, k int, noNoise, onePair boo
 		return nil, err
 	}
 	out := make([]tcand, n)
-	err = parallel(n, func() (func(int) error, error) {
+	err = parallel(n, func() func(int) error {
 		wk := cn.NewWorker()
 		var r score.Result
 		cnt := make([]int32, n)
@@ -154,7 +154,7 @@ func triadCandidates(g *graph.Graph, p *protect.Set, k int, noNoise, onePair boo
 			}
 			out[i] = best
 			return nil
-		}, nil
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -250,7 +250,7 @@ func triadGame(g *graph.Graph, p *protect.Set, cfg *Config, cc *calib.Config) (*
 	base := g.EdgeList()
 	games := make([]*game, len(short))
 	div := make([]float64, len(short))
-	err = parallel(len(short), func() (func(int) error, error) {
+	err = parallel(len(short), func() func(int) error {
 		return func(i int) error {
 			c := short[i]
 			pairs := pairsOf(g, p, c.u, c.w, cfg.OnePair)
@@ -276,7 +276,7 @@ func triadGame(g *graph.Graph, p *protect.Set, cfg *Config, cc *calib.Config) (*
 			}
 			games[i], div[i] = gm, divergence(cnt[0], cnt[1])
 			return nil
-		}, nil
+		}
 	})
 	if err != nil {
 		return nil, err

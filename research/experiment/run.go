@@ -17,6 +17,7 @@ import (
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/par"
 	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/predict"
 	"github.com/dplp/dplp/protect"
@@ -244,8 +245,6 @@ type runner struct {
 
 	mu   sync.Mutex
 	done int
-
-	refLin memo[refLinEntry] // the authors' DPLP-Lin, per split, predictor and eps_p (refdplp.go)
 }
 
 func (r *runner) interrupted(err error) error {
@@ -366,38 +365,11 @@ func (r *runner) group(ctx context.Context, split *protocol.Split, us []*unit) e
 	if workers == 0 {
 		workers = DefaultWorkers
 	}
-	work := make(chan *unit)
-	errc := make(chan error, workers)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for u := range work {
-				if err := r.one(split, u, scorer, transform); err != nil {
-					errc <- err
-					cancel()
-					return
-				}
-			}
-		}()
-	}
-feed:
-	for _, u := range us {
-		select {
-		case work <- u:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
-	select {
-	case err := <-errc:
+	err := par.Run(ctx, len(us), par.Options{Workers: workers}, func(int) struct{} { return struct{}{} }, func(_ struct{}, i int) error {
+		return r.one(split, us[i], scorer, transform)
+	})
+	if err != nil {
 		return err
-	default:
 	}
 	return ctx.Err()
 }
@@ -417,11 +389,6 @@ func (r *runner) one(split *protocol.Split, u *unit, scorer func(cell, string) (
 	case c.method.power > 0:
 		cfg.Calibration, cfg.Transform = calib.Rigorous, powerTransform{c.method.power}
 	case c.method.trained():
-		if m, ok := refMethod(c); ok {
-			// dplp, dplp-lin and dplp-umnn under the reference calibration:
-			// the authors' training and noise (refdplp.go), NO guarantee.
-			return r.oneReference(split, u, m, scorer)
-		}
 		e, err := transform(c)
 		if err != nil {
 			return err

@@ -5,13 +5,12 @@ package experiment
 
 import (
 	"cmp"
+	"context"
 	"math"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/internal/par"
 	"github.com/dplp/dplp/mech"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
@@ -244,52 +243,42 @@ func theoryMeasure(qd []queryData, c *theoryCell, t TheoryConfig) TheoryRow {
 	}
 	res := make([]perQ, len(qd))
 	base := derivedSeed("theory-eval", c.hash)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var u mech.Utilities
-			var picks []int
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(qd) {
-					return
-				}
-				q := &qd[i]
-				k := min(c.k, len(q.s))
-				plan := cfg.Plan(calib.Query{DeltaS: q.deltaS, SMax: q.sMax})
-				u.Vals = q.s
-				rng := randx.Derive(base, uint64(i))
-				p := &res[i]
-				p.zero = plan.Exact()
-				for range t.Draws {
-					picks, _ = plan.Sample(&u, k, rng, picks[:0]) // valid inputs: cannot fail
-					var got float64
-					for _, j := range picks {
-						got += q.s[j]
-					}
-					p.rel += q.prefix[k] - got
-					p.r += rankLoss(q.d, picks)
-					picks, _ = mech.ExactTopK(&u, k, rng, picks[:0])
-					p.rnp += rankLoss(q.d, picks)
-				}
-				p.rel /= float64(t.Draws)
-				p.r /= float64(t.Draws)
-				p.rnp /= float64(t.Draws)
-				if !p.zero {
-					p.lim0 = q.prefix[k] - float64(k)*q.meanS
-				}
-				p.kk = float64(k) * q.kappa
-				if p.lim0 <= p.kk*(1+1e-12)+1e-12 {
-					p.hold = 1
-				}
-				p.ru = float64(k*(k-1)/2) * q.pairGap
-			}
-		}()
+	type scratch struct {
+		u     mech.Utilities
+		picks []int
 	}
-	wg.Wait()
+	par.Run(context.Background(), len(qd), par.Options{}, func(int) *scratch { return new(scratch) }, func(sc *scratch, i int) error {
+		q := &qd[i]
+		k := min(c.k, len(q.s))
+		plan := cfg.Plan(calib.Query{DeltaS: q.deltaS, SMax: q.sMax})
+		sc.u.Vals = q.s
+		rng := randx.Derive(base, uint64(i))
+		p := &res[i]
+		p.zero = plan.Exact()
+		for range t.Draws {
+			sc.picks, _ = plan.Sample(&sc.u, k, rng, sc.picks[:0]) // valid inputs: cannot fail
+			var got float64
+			for _, j := range sc.picks {
+				got += q.s[j]
+			}
+			p.rel += q.prefix[k] - got
+			p.r += rankLoss(q.d, sc.picks)
+			sc.picks, _ = mech.ExactTopK(&sc.u, k, rng, sc.picks[:0])
+			p.rnp += rankLoss(q.d, sc.picks)
+		}
+		p.rel /= float64(t.Draws)
+		p.r /= float64(t.Draws)
+		p.rnp /= float64(t.Draws)
+		if !p.zero {
+			p.lim0 = q.prefix[k] - float64(k)*q.meanS
+		}
+		p.kk = float64(k) * q.kappa
+		if p.lim0 <= p.kk*(1+1e-12)+1e-12 {
+			p.hold = 1
+		}
+		p.ru = float64(k*(k-1)/2) * q.pairGap
+		return nil
+	})
 	row := TheoryRow{Nodes: c.n, Dim: t.Dim, Score: scoreName(c.kind), Eps: c.eps, K: c.k, Seed: c.seed, Queries: len(qd)}
 	for _, p := range res { // in query order: deterministic sums
 		row.RelLoss += p.rel

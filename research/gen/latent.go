@@ -1,14 +1,14 @@
 package gen
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"sync"
-	"sync/atomic"
 
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/par"
 )
 
 // LatentGraph is a graph drawn from the latent-space model together with its
@@ -253,63 +253,50 @@ func latentEdges(n, dim int, coords []float64, r, R float64) []graph.Edge {
 		return math.Sqrt(s) < r
 	}
 
+	// Each worker collects its edges in its own list; FromEdges does not
+	// depend on their order.
 	workers := runtime.GOMAXPROCS(0)
-	const chunk = 256
-	var next atomic.Int64
 	parts := make([][]graph.Edge, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			var out []graph.Edge
-			var cc [maxGridDims]int
-			for {
-				lo := int(next.Add(chunk)) - chunk
-				if lo >= numCells {
-					break
+	par.Run(context.Background(), numCells, par.Options{Workers: workers, Chunk: 256}, func(w int) *[]graph.Edge { return &parts[w] }, func(out *[]graph.Edge, c int) error {
+		var cc [maxGridDims]int
+		s, e := int(start[c]), int(start[c+1])
+		if s == e {
+			return nil
+		}
+		rest := c
+		for a := range gd {
+			cc[a] = rest % k
+			rest /= k
+		}
+		for i := s; i < e; i++ {
+			for j := i + 1; j < e; j++ {
+				if isEdge(i, j) {
+					*out = append(*out, graph.Edge{U: ids[i], V: ids[j]})
 				}
-				for c := lo; c < min(lo+chunk, numCells); c++ {
-					s, e := int(start[c]), int(start[c+1])
-					if s == e {
-						continue
-					}
-					rest := c
-					for a := range gd {
-						cc[a] = rest % k
-						rest /= k
-					}
-					for i := s; i < e; i++ {
-						for j := i + 1; j < e; j++ {
-							if isEdge(i, j) {
-								out = append(out, graph.Edge{U: ids[i], V: ids[j]})
-							}
-						}
-					}
-				stencilLoop:
-					for _, off := range stencil {
-						c2, mul := 0, 1
-						for a := range gd {
-							x := cc[a] + off[a]
-							if x < 0 || x >= k {
-								continue stencilLoop
-							}
-							c2 += x * mul
-							mul *= k
-						}
-						s2, e2 := int(start[c2]), int(start[c2+1])
-						for i := s; i < e; i++ {
-							for j := s2; j < e2; j++ {
-								if isEdge(i, j) {
-									out = append(out, graph.Edge{U: ids[i], V: ids[j]})
-								}
-							}
-						}
+			}
+		}
+	stencilLoop:
+		for _, off := range stencil {
+			c2, mul := 0, 1
+			for a := range gd {
+				x := cc[a] + off[a]
+				if x < 0 || x >= k {
+					continue stencilLoop
+				}
+				c2 += x * mul
+				mul *= k
+			}
+			s2, e2 := int(start[c2]), int(start[c2+1])
+			for i := s; i < e; i++ {
+				for j := s2; j < e2; j++ {
+					if isEdge(i, j) {
+						*out = append(*out, graph.Edge{U: ids[i], V: ids[j]})
 					}
 				}
 			}
-			parts[w] = out
-		})
-	}
-	wg.Wait()
+		}
+		return nil
+	})
 	total := 0
 	for _, p := range parts {
 		total += len(p)

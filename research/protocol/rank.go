@@ -2,12 +2,11 @@ package protocol
 
 import (
 	"cmp"
-	"runtime"
+	"context"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/par"
 )
 
 // RankByTriangles returns every node id sorted by decreasing number of
@@ -46,35 +45,26 @@ func rankBy[T cmp.Ordered](key []T) []int32 {
 func w2Sizes(g *graph.Graph) []int64 {
 	n := g.N()
 	out := make([]int64, n)
-	workers := max(1, min(runtime.GOMAXPROCS(0), n))
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			stamp := make([]int32, n)
-			for i := range stamp {
-				stamp[i] = -1
-			}
-			for {
-				i := int32(next.Add(1) - 1)
-				if int(i) >= n {
-					return
-				}
-				var c int64
-				for _, x := range g.Neighbors(i) {
-					for _, y := range g.Neighbors(x) {
-						if stamp[y] != i {
-							stamp[y] = i
-							c++
-						}
-					}
-				}
-				out[i] = c
-			}
-		}()
+	newStamp := func(int) []int32 {
+		stamp := make([]int32, n)
+		for i := range stamp {
+			stamp[i] = -1
+		}
+		return stamp
 	}
-	wg.Wait()
+	par.Run(context.Background(), n, par.Options{}, newStamp, func(stamp []int32, node int) error {
+		i := int32(node)
+		var c int64
+		for _, x := range g.Neighbors(i) {
+			for _, y := range g.Neighbors(x) {
+				if stamp[y] != i {
+					stamp[y] = i
+					c++
+				}
+			}
+		}
+		out[i] = c
+		return nil
+	})
 	return out
 }
