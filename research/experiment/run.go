@@ -245,6 +245,8 @@ type runner struct {
 
 	mu   sync.Mutex
 	done int
+
+	refLin memo[refLinEntry] // the authors' DPLP-Lin, per split, predictor and eps_p (refdplp.go)
 }
 
 func (r *runner) interrupted(err error) error {
@@ -389,6 +391,11 @@ func (r *runner) one(split *protocol.Split, u *unit, scorer func(cell, string) (
 	case c.method.power > 0:
 		cfg.Calibration, cfg.Transform = calib.Rigorous, powerTransform{c.method.power}
 	case c.method.trained():
+		if m, ok := refMethod(c); ok {
+			// dplp, dplp-lin and dplp-umnn under the reference calibration:
+			// the authors' training and noise (refdplp.go), NO guarantee.
+			return r.oneReference(split, u, m, scorer)
+		}
 		e, err := transform(c)
 		if err != nil {
 			return err
