@@ -25,6 +25,7 @@ import (
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/release"
+	"github.com/dplp/dplp/train"
 	"github.com/dplp/dplp/train/deploy"
 )
 
@@ -40,22 +41,30 @@ type TrainSpec struct {
 	MaxQueries int
 	// NegPerQuery is the number of negatives per training query (0: 200).
 	NegPerQuery int
+	// OnEpoch, if set, is told the progress of the training after every
+	// epoch, on Train's goroutine (see train.Observer); it may cancel
+	// Train's context to stop it.
+	OnEpoch func(TrainProgress)
 }
+
+// TrainProgress is one epoch's report: its number, the planned number of
+// epochs, the mean training loss, the held-out AUCs and the best epoch so
+// far (train.Progress).
+type TrainProgress = train.Progress
 
 // Train trains the transform on invariant data only (the public graph and
 // the marks; docs/privacy-model.md §5) and compiles it into a deployable
 // model (package train/deploy). The seed fixes the training; it does not
-// make released lists seeded.
+// make released lists seeded. Cancelling ctx stops the training promptly
+// (at the latest a few dozen optimiser steps later), and Train returns
+// ctx's error.
 func Train(ctx context.Context, g *graph.Graph, prot *protect.Set, spec TrainSpec) (*model.Model, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	m, _, err := deploy.Train(g, prot, deploy.Spec{Score: spec.Score, Variant: spec.Variant, EpsP: spec.EpsP, Seed: spec.Seed, Epochs: spec.Epochs,
-		Sample: deploy.SampleConfig{MaxQueries: spec.MaxQueries, NegPerQuery: spec.NegPerQuery}})
+	m, _, err := deploy.Train(ctx, g, prot, deploy.Spec{Score: spec.Score, Variant: spec.Variant, EpsP: spec.EpsP, Seed: spec.Seed, Epochs: spec.Epochs,
+		Sample: deploy.SampleConfig{MaxQueries: spec.MaxQueries, NegPerQuery: spec.NegPerQuery}, OnEpoch: spec.OnEpoch})
 	if err != nil {
 		return nil, err
 	}
-	return m, ctx.Err()
+	return m, nil
 }
 
 // OpenStore opens a durable ledger: "sqlite:PATH" (embedded) or a

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -34,7 +35,7 @@ func benchQueries(b *testing.B) []prepQuery {
 			qs[i] = q
 		}
 		var err error
-		if benchData, err = prepare(qs, false, 0, "bench"); err != nil {
+		if benchData, err = prepare(context.Background(), qs, false, 0, "bench"); err != nil {
 			panic(err)
 		}
 	})
@@ -59,7 +60,7 @@ func benchEpoch(b *testing.B, v Variant) {
 	r := rand.New(rand.NewPCG(1, 2))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := tr.epoch(r); err != nil {
+		if _, err := tr.epoch(context.Background(), r); err != nil {
 			b.Fatal(err)
 		}
 	}

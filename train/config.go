@@ -97,10 +97,9 @@ type Config struct {
 	Tau         float64   `json:"tau,omitempty"`
 	Exponents   []float64 `json:"exponents,omitempty"`
 
-	// OnEpoch, if set, is called after every epoch with the mean training
-	// objective per pair and the held-out selection AUC (NaN without
-	// held-out queries).
-	OnEpoch func(epoch int, loss, heldOutAUC float64) `json:"-"`
+	// OnEpoch, if set, observes the run: Train calls it after every epoch
+	// (see Observer). It is not data: models do not record it.
+	OnEpoch Observer `json:"-"`
 }
 
 // DefaultConfig returns the authors' optimiser settings (reference §5:

@@ -1,12 +1,13 @@
 package train
 
 import (
+	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"sort"
-	"sync"
+
+	"github.com/dplp/dplp/internal/par"
 )
 
 // Query is one query node's training (or held-out) data: base scores of
@@ -49,33 +50,19 @@ func (q *prepQuery) pairs() float64 {
 	return float64(len(q.pos)) * float64(len(q.neg))
 }
 
-// prepare validates and reduces queries in parallel. what names the set in
-// errors.
-func prepare(qs []Query, pub bool, quantize int, what string) ([]prepQuery, error) {
+// prepare validates and reduces queries in parallel (par.Run). what names
+// the set in errors; the error is the lowest-numbered bad query's.
+func prepare(ctx context.Context, qs []Query, pub bool, quantize int, what string) ([]prepQuery, error) {
 	out := make([]prepQuery, len(qs))
-	errs := make([]error, len(qs))
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(qs)))
-	var wg sync.WaitGroup
-	next := make(chan int, workers)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf []float64
-			for i := range next {
-				out[i], buf, errs[i] = prepOne(&qs[i], pub, quantize, buf)
-			}
-		}()
-	}
-	for i := range qs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("train: %s query %d: %w", what, i, err)
+	err := par.Run(ctx, len(qs), par.Options{}, func(int) *[]float64 { return new([]float64) }, func(buf *[]float64, i int) error {
+		var err error
+		if out[i], *buf, err = prepOne(&qs[i], pub, quantize, *buf); err != nil {
+			return fmt.Errorf("train: %s query %d: %w", what, i, err)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

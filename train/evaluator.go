@@ -2,12 +2,12 @@ package train
 
 import (
 	"cmp"
+	"context"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"slices"
-	"sync"
 
+	"github.com/dplp/dplp/internal/par"
 	"github.com/dplp/dplp/metrics"
 	"github.com/dplp/dplp/transform"
 )
@@ -92,7 +92,8 @@ func newEvaluator(qs []prepQuery, cfg Config, seed uint64) *evaluator {
 // positives and negatives) with the fixed noise draw. For dplp-pub every
 // comparison is lexicographic: the public x first, then the utility, as
 // the lexicographic mechanism releases.
-func (e *evaluator) run(f transform.Transform) (noisy, clean, atK float64, err error) {
+// Cancelling ctx stops it between queries with ctx's error.
+func (e *evaluator) run(ctx context.Context, f transform.Transform) (noisy, clean, atK float64, err error) {
 	tf, err := transform.Compile(f, e.cfg.TableGrid)
 	if err != nil {
 		return 0, 0, 0, err
@@ -102,55 +103,52 @@ func (e *evaluator) run(f transform.Transform) (noisy, clean, atK float64, err e
 	if k < 1 {
 		k = DefaultSelectK
 	}
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(e.qs)))
 	// Per-query results summed in query order afterwards, so the mean does
 	// not depend on the number of workers.
 	if len(e.noisy) < len(e.qs) {
 		e.noisy, e.clean, e.atK = make([]float64, len(e.qs)), make([]float64, len(e.qs)), make([]float64, len(e.qs))
 	}
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			var ps pairScratch
-			var fv, up, un, qp, qn []float64
-			var c cands
-			for i := w; i < len(e.qs); i += workers {
-				q := &e.qs[i]
-				if len(q.pos) == 0 || len(q.neg) == 0 {
-					e.noisy[i], e.clean[i], e.atK[i] = nanf(), nanf(), nanf()
-					continue
-				}
-				fv = tableValues(tf, q.xs, fv)
-				up, un = grow(up, len(q.pos)), grow(un, len(q.neg))
-				for j, d := range q.pos {
-					up[j] = fv[d]
-				}
-				for j, d := range q.neg {
-					un[j] = fv[d]
-				}
-				delta := tf.Delta(q.dx)
-				qp, qn = grow(qp, len(up)), grow(qn, len(un))
-				r := rand.New(rand.NewPCG(e.seed, uint64(i)))
-				for j, u := range up {
-					qp[j] = e.noisyKey(u, delta, r)
-				}
-				for j, u := range un {
-					qn[j] = e.noisyKey(u, delta, r)
-				}
-				if lex {
-					e.clean[i] = lexAUC(q, up, un)
-					e.noisy[i] = lexAUC(q, qp, qn)
-				} else {
-					e.clean[i] = ps.auc(up, un)
-					e.noisy[i] = ps.auc(qp, qn)
-				}
-				e.atK[i] = c.aucAtK(q, qp, qn, lex, k)
-			}
-		}(w)
+	type scratch struct {
+		ps                 pairScratch
+		fv, up, un, qp, qn []float64
+		c                  cands
 	}
-	wg.Wait()
+	err = par.Run(ctx, len(e.qs), par.Options{}, func(int) *scratch { return new(scratch) }, func(s *scratch, i int) error {
+		q := &e.qs[i]
+		if len(q.pos) == 0 || len(q.neg) == 0 {
+			e.noisy[i], e.clean[i], e.atK[i] = nanf(), nanf(), nanf()
+			return nil
+		}
+		s.fv = tableValues(tf, q.xs, s.fv)
+		s.up, s.un = grow(s.up, len(q.pos)), grow(s.un, len(q.neg))
+		for j, d := range q.pos {
+			s.up[j] = s.fv[d]
+		}
+		for j, d := range q.neg {
+			s.un[j] = s.fv[d]
+		}
+		delta := tf.Delta(q.dx)
+		s.qp, s.qn = grow(s.qp, len(s.up)), grow(s.qn, len(s.un))
+		r := rand.New(rand.NewPCG(e.seed, uint64(i)))
+		for j, u := range s.up {
+			s.qp[j] = e.noisyKey(u, delta, r)
+		}
+		for j, u := range s.un {
+			s.qn[j] = e.noisyKey(u, delta, r)
+		}
+		if lex {
+			e.clean[i] = lexAUC(q, s.up, s.un)
+			e.noisy[i] = lexAUC(q, s.qp, s.qn)
+		} else {
+			e.clean[i] = s.ps.auc(s.up, s.un)
+			e.noisy[i] = s.ps.auc(s.qp, s.qn)
+		}
+		e.atK[i] = s.c.aucAtK(q, s.qp, s.qn, lex, k)
+		return nil
+	})
+	if err != nil {
+		return 0, 0, 0, err
+	}
 	var n float64
 	for i := range e.qs {
 		if !math.IsNaN(e.clean[i]) {

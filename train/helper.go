@@ -13,6 +13,14 @@ import (
 // takes about 100 µs, comparable to waking a parked goroutine, which a plain
 // channel would pay twice per step; parking after the spin keeps a loaded
 // machine from wasting a core.
+//
+// It is not a worker loop over independent items, so it does not use
+// internal/par: it is one partner of the sequential SGD step, which hands
+// it half of every step's evaluations and the next query's noise and waits
+// for them within the same step (thousands of hand-offs per second, each a
+// few dozen µs of work). par.Run would start goroutines per step, and
+// par.Team's members cannot be handed work; the hand-off's correctness is
+// tested on its own (helper_test.go, also under -race).
 type helper struct {
 	f, h    transform.Transform
 	nf      int

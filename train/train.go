@@ -52,6 +52,7 @@
 package train
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -70,6 +71,21 @@ type EpochStats struct {
 	CleanAUC   float64 // held-out AUC of the noise-free utility
 	AUCAtK     float64 // held-out mean AUC@K of the released list (Config.SelectK, fixed draw)
 }
+
+// Progress is what an Observer is told after each epoch.
+type Progress struct {
+	EpochStats     // the epoch just finished (Epoch >= 1), as recorded in Result.History
+	Epochs     int // epochs planned (Config.Epochs); patience may end the run sooner
+	BestEpoch  int // the best epoch so far (0: the initialisation)
+}
+
+// Observer follows a training run (Config.OnEpoch): Train calls it on its
+// own goroutine after every epoch, once the epoch's held-out statistics are
+// known and before the next epoch starts, so progress bars and logs need no
+// locking against Train. It must not keep p beyond the call. To stop the
+// run, cancel Train's context (from the observer or anywhere else): no
+// further epoch starts, and Train returns the context's error.
+type Observer func(p Progress)
 
 // Result is a trained transform and how it was obtained.
 type Result struct {
@@ -100,20 +116,26 @@ func (r *Result) Tables(grid int) (f, h *transform.Table, err error) {
 // Train fits the transform(s) of cfg.Variant on train, selecting the epoch
 // by heldOut (epoch 0, the initialisation, is a candidate; with no usable
 // held-out query the last epoch is kept). All randomness
-// (initialisation, shuffling, noise) comes from r.
-func Train(cfg Config, train, heldOut []Query, r *rand.Rand) (*Result, error) {
+// (initialisation, shuffling, noise) comes from r. cfg.OnEpoch, if set,
+// observes every epoch. Cancelling ctx stops the run promptly (between
+// epochs, every few dozen steps within one, and between held-out queries):
+// Train then returns ctx.Err() and no result.
+func Train(ctx context.Context, cfg Config, train, heldOut []Query, r *rand.Rand) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if r == nil {
 		return nil, errors.New("train: nil random source")
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	pub := cfg.Variant.Public()
-	tq, err := prepare(train, pub, cfg.Quantize, "training")
+	tq, err := prepare(ctx, train, pub, cfg.Quantize, "training")
 	if err != nil {
 		return nil, err
 	}
-	hq, err := prepare(heldOut, pub, 0, "held-out")
+	hq, err := prepare(ctx, heldOut, pub, 0, "held-out")
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +179,7 @@ func Train(cfg Config, train, heldOut []Query, r *rand.Rand) (*Result, error) {
 		if usable == 0 {
 			return st, nil
 		}
-		noisy, clean, atK, err := ev.run(t.f)
+		noisy, clean, atK, err := ev.run(ctx, t.f)
 		if err != nil {
 			return st, err
 		}
@@ -180,8 +202,14 @@ func Train(cfg Config, train, heldOut []Query, r *rand.Rand) (*Result, error) {
 	res.BestAUC = st.HeldOutAUC
 	bad := 0
 	for epoch := 1; epoch <= epochs; epoch++ {
-		loss, err := t.epoch(r)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		loss, err := t.epoch(ctx, r)
 		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				return nil, err
+			}
 			return nil, fmt.Errorf("train: epoch %d: %w", epoch, err)
 		}
 		st, err := score(epoch, loss)
@@ -189,20 +217,24 @@ func Train(cfg Config, train, heldOut []Query, r *rand.Rand) (*Result, error) {
 			return nil, err
 		}
 		res.History = append(res.History, st)
-		if cfg.OnEpoch != nil {
-			cfg.OnEpoch(epoch, loss, st.HeldOutAUC)
-		}
-		if usable == 0 || st.HeldOutAUC > res.BestAUC {
+		improved := usable == 0 || st.HeldOutAUC > res.BestAUC
+		if improved {
 			res.BestAUC, res.BestEpoch = st.HeldOutAUC, epoch
 			copy(best, t.theta)
 			bad = 0
-			continue
+		} else {
+			bad++
 		}
-		bad++
-		if cfg.Patience > 0 && bad >= cfg.Patience {
+		if cfg.OnEpoch != nil {
+			cfg.OnEpoch(Progress{EpochStats: st, Epochs: epochs, BestEpoch: res.BestEpoch})
+		}
+		if !improved && cfg.Patience > 0 && bad >= cfg.Patience {
 			res.EarlyStopped = true
 			break
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	if err := t.setParams(best); err != nil {
 		return nil, err

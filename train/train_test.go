@@ -1,6 +1,8 @@
 package train
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -148,7 +150,7 @@ func TestLossGradientMatchesFiniteDifferences(t *testing.T) {
 				t.Fatal(err)
 			}
 			copy(tr.theta, p)
-			qs, err := prepare([]Query{synthQuery(r, 6, 40, 8, 5, deltaS, v.Public())}, v.Public(), 0, "test")
+			qs, err := prepare(context.Background(), []Query{synthQuery(r, 6, 40, 8, 5, deltaS, v.Public())}, v.Public(), 0, "test")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -203,7 +205,7 @@ func TestLossInvariantToScaling(t *testing.T) {
 	r := rng(5)
 	tr := newTestTrainer(t, Lin, 6)
 	tr.cfg.ScaleAnchor = 0 // the anchor deliberately depends on the scale
-	qs, _ := prepare([]Query{synthQuery(r, 10, 200, 20, 3, 0.2, false)}, false, 0, "test")
+	qs, _ := prepare(context.Background(), []Query{synthQuery(r, 10, 200, 20, 3, 0.2, false)}, false, 0, "test")
 	q := &qs[0]
 	tr.drawNoise(q, r)
 	l1, _ := tr.lossGrad(q, tr.np, tr.nn, make([]float64, tr.nf))
@@ -277,15 +279,25 @@ func TestTrainLearnsAndIsDeterministic(t *testing.T) {
 			cfg.Epochs = 5
 			cfg.Patience = 0
 			var calls []int
-			cfg.OnEpoch = func(e int, loss, auc float64) {
-				calls = append(calls, e)
-				if math.IsNaN(loss) || math.IsNaN(auc) {
-					t.Errorf("%s epoch %d: loss %v auc %v", v, e, loss, auc)
+			var seen []Progress
+			cfg.OnEpoch = func(p Progress) {
+				calls = append(calls, p.Epoch)
+				seen = append(seen, p)
+				if math.IsNaN(p.Loss) || math.IsNaN(p.HeldOutAUC) || p.Epochs != 5 {
+					t.Errorf("%s: progress %+v", v, p)
 				}
 			}
-			res, err := Train(cfg, tr, ho, r)
+			res, err := Train(context.Background(), cfg, tr, ho, r)
 			if err != nil {
 				t.Fatal(err)
+			}
+			for i, p := range seen {
+				if p.EpochStats != res.History[i+1] || p.BestEpoch > p.Epoch {
+					t.Errorf("%s: progress %+v, history %+v", v, p, res.History[i+1])
+				}
+			}
+			if last := seen[len(seen)-1]; last.BestEpoch != res.BestEpoch {
+				t.Errorf("%s: last progress best epoch %d, result %d", v, last.BestEpoch, res.BestEpoch)
 			}
 			if res.SkippedQueries != 1 || res.TrainQueries != 100 {
 				t.Errorf("%s: %d train, %d skipped", v, res.TrainQueries, res.SkippedQueries)
@@ -341,7 +353,7 @@ func TestSelectionAndEarlyStopping(t *testing.T) {
 	cfg.Epochs = 40
 	cfg.Patience = 2
 	cfg.LR = 5 // erratic steps: improvements stop quickly
-	res, err := Train(cfg, tr, ho, r)
+	res, err := Train(context.Background(), cfg, tr, ho, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +372,7 @@ func TestSelectionAndEarlyStopping(t *testing.T) {
 	// Without held-out queries the last epoch is kept.
 	cfg.Patience = 2
 	cfg.Epochs = 3
-	res, err = Train(cfg, tr, nil, r)
+	res, err = Train(context.Background(), cfg, tr, nil, r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +382,7 @@ func TestSelectionAndEarlyStopping(t *testing.T) {
 }
 
 func mustPrep(t *testing.T, qs []Query) []prepQuery {
-	p, err := prepare(qs, false, 0, "test")
+	p, err := prepare(context.Background(), qs, false, 0, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +396,7 @@ func TestBestParamsAreRestored(t *testing.T) {
 	cfg.Hidden, cfg.QuadNodes = []int{6}, 16
 	cfg.Epochs, cfg.Patience = 8, 0
 	cfg.LR = 3 // erratic, so the best epoch is not the last
-	res, err := Train(cfg, tr, ho, rng(11))
+	res, err := Train(context.Background(), cfg, tr, ho, rng(11))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +408,7 @@ func TestBestParamsAreRestored(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := newEvaluator(mustPrep(t, ho), cfg, r2.Uint64())
-	noisy, clean, _, err := ev.run(res.F)
+	noisy, clean, _, err := ev.run(context.Background(), res.F)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +428,7 @@ func TestQuantizeBoundsDistinctValues(t *testing.T) {
 		q.Neg = append(q.Neg, 2*r.Float64())
 	}
 	q.Pos = []float64{0, 2}
-	p, err := prepare([]Query{q}, false, 11, "test")
+	p, err := prepare(context.Background(), []Query{q}, false, 11, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,17 +454,17 @@ func TestInputValidation(t *testing.T) {
 	}
 	r := rng(13)
 	for i, q := range bad {
-		if _, err := Train(DefaultConfig(Lin, 1), []Query{good, q}, nil, r); err == nil {
+		if _, err := Train(context.Background(), DefaultConfig(Lin, 1), []Query{good, q}, nil, r); err == nil {
 			t.Errorf("bad query %d accepted", i)
 		}
 	}
-	if _, err := Train(DefaultConfig(DPLPPub, 1), []Query{good}, nil, r); err == nil {
+	if _, err := Train(context.Background(), DefaultConfig(DPLPPub, 1), []Query{good}, nil, r); err == nil {
 		t.Error("dplp-pub without public scores accepted")
 	}
-	if _, err := Train(DefaultConfig(Lin, 1), []Query{{SMax: 1, DeltaS: 0, Pos: []float64{1}, Neg: []float64{0}}}, nil, r); err == nil {
+	if _, err := Train(context.Background(), DefaultConfig(Lin, 1), []Query{{SMax: 1, DeltaS: 0, Pos: []float64{1}, Neg: []float64{0}}}, nil, r); err == nil {
 		t.Error("no usable training query accepted")
 	}
-	if _, err := Train(DefaultConfig(Lin, 1), []Query{good}, nil, nil); err == nil {
+	if _, err := Train(context.Background(), DefaultConfig(Lin, 1), []Query{good}, nil, nil); err == nil {
 		t.Error("nil rand accepted")
 	}
 	cfgs := []func(*Config){
@@ -470,11 +482,11 @@ func TestInputValidation(t *testing.T) {
 	for i, mod := range cfgs {
 		c := DefaultConfig(DPLP, 1)
 		mod(&c)
-		if _, err := Train(c, []Query{good}, nil, r); err == nil {
+		if _, err := Train(context.Background(), c, []Query{good}, nil, r); err == nil {
 			t.Errorf("bad config %d accepted", i)
 		}
 	}
-	if _, err := Train(Config{}, []Query{good}, nil, r); err == nil {
+	if _, err := Train(context.Background(), Config{}, []Query{good}, nil, r); err == nil {
 		t.Error("zero config accepted")
 	}
 }
@@ -532,7 +544,7 @@ func TestHelperMatchesSequential(t *testing.T) {
 }
 
 func mustPrepPub(t *testing.T, qs []Query, pub bool) []prepQuery {
-	p, err := prepare(qs, pub, 0, "test")
+	p, err := prepare(context.Background(), qs, pub, 0, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -546,7 +558,7 @@ func TestResultIndependentOfGOMAXPROCS(t *testing.T) {
 		r := rng(17)
 		cfg := DefaultConfig(DPLPPub, 2)
 		cfg.Epochs, cfg.Patience = 3, 0
-		res, err := Train(cfg, stepSet(r, 40, true), stepSet(r, 20, true), r)
+		res, err := Train(context.Background(), cfg, stepSet(r, 40, true), stepSet(r, 20, true), r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -561,5 +573,80 @@ func TestResultIndependentOfGOMAXPROCS(t *testing.T) {
 		if x.Loss != y.Loss && !(math.IsNaN(x.Loss) && math.IsNaN(y.Loss)) || x.NoisyAUC != y.NoisyAUC || x.CleanAUC != y.CleanAUC {
 			t.Errorf("epoch %d: %+v vs %+v", i, x, y)
 		}
+	}
+}
+
+// countingSource counts the draws of a random source.
+type countingSource struct {
+	src rand.Source
+	n   int
+}
+
+func (c *countingSource) Uint64() uint64 { c.n++; return c.src.Uint64() }
+
+func TestTrainStopsWhenCancelled(t *testing.T) {
+	for _, v := range []Variant{DPLP, DPLPPub} {
+		for _, helper := range []bool{false, true} {
+			if helper && runtime.GOMAXPROCS(0) < 2 {
+				continue // Train starts the helper only with two CPUs
+			}
+			prev := runtime.GOMAXPROCS(1)
+			if helper {
+				runtime.GOMAXPROCS(max(2, prev))
+			}
+			src := &countingSource{src: rand.NewPCG(3, 4)}
+			r := rand.New(src)
+			tr, ho := stepSet(rng(5), 200, v.Public()), stepSet(rng(6), 40, v.Public())
+			cfg := DefaultConfig(v, 1)
+			cfg.Epochs, cfg.Patience = 10, 0
+			ctx, cancel := context.WithCancel(context.Background())
+			var reports, drawsAtCancel int
+			cfg.OnEpoch = func(p Progress) {
+				reports++
+				if p.Epoch != 1 {
+					t.Errorf("%s: report of epoch %d after cancelling", v, p.Epoch)
+				}
+				cancel()
+				drawsAtCancel = src.n
+			}
+			res, err := Train(ctx, cfg, tr, ho, r)
+			runtime.GOMAXPROCS(prev)
+			if !errors.Is(err, context.Canceled) || res != nil {
+				t.Fatalf("%s helper=%v: result %v, err %v; want context.Canceled", v, helper, res, err)
+			}
+			// Every epoch starts by shuffling with r: no draw after the
+			// cancel means no further epoch started.
+			if reports != 1 || src.n != drawsAtCancel {
+				t.Errorf("%s helper=%v: %d reports, %d draws after cancelling", v, helper, reports, src.n-drawsAtCancel)
+			}
+		}
+	}
+	// A context cancelled before the call: nothing runs.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	src := &countingSource{src: rand.NewPCG(3, 4)}
+	if _, err := Train(ctx, DefaultConfig(DPLP, 1), stepSet(rng(5), 20, false), nil, rand.New(src)); !errors.Is(err, context.Canceled) || src.n != 0 {
+		t.Errorf("cancelled before the call: err %v, %d draws", err, src.n)
+	}
+}
+
+func TestEpochStopsWhenCancelled(t *testing.T) {
+	// Within an epoch the context is looked at every ctxEvery steps.
+	r := rng(9)
+	qs, err := prepare(context.Background(), stepSet(r, 3*ctxEvery, false), false, 0, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := newTrainer(DefaultConfig(DPLP, 1), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range qs {
+		tr.queries = append(tr.queries, &qs[i])
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := tr.epoch(ctx, r); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
 	}
 }

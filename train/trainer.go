@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 
@@ -78,7 +79,8 @@ func grow(b []float64, n int) []float64 {
 // The noise does not depend on the parameters and comes from its own
 // stream (seeded from r) in query order; with a helper goroutine, the
 // helper draws query i+1's noise while the trainer finishes step i.
-func (t *trainer) epoch(r *rand.Rand) (float64, error) {
+// It returns ctx's error, checked every ctxEvery steps, if ctx is cancelled.
+func (t *trainer) epoch(ctx context.Context, r *rand.Rand) (float64, error) {
 	r.Shuffle(len(t.queries), func(i, j int) { t.queries[i], t.queries[j] = t.queries[j], t.queries[i] })
 	nr := rand.New(rand.NewPCG(r.Uint64(), r.Uint64()))
 	var sum, pairs float64
@@ -88,6 +90,11 @@ func (t *trainer) epoch(r *rand.Rand) (float64, error) {
 		defer func() { t.hp.idle.await(t.hp.posted.n.Load(), spinWait, nil) }()
 	}
 	for i, q := range t.queries {
+		if i%ctxEvery == ctxEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+		}
 		b := &t.nbuf[i%2]
 		if t.hp == nil {
 			drawInto(nr, t.sigma, q, b)
@@ -110,6 +117,10 @@ func (t *trainer) epoch(r *rand.Rand) (float64, error) {
 	}
 	return sum / pairs, nil
 }
+
+// ctxEvery is how many steps (about 100 µs each) an epoch takes between
+// looks at its context.
+const ctxEvery = 64
 
 // noiseBuf holds one query's scaled noise.
 type noiseBuf struct{ p, n []float64 }

@@ -31,6 +31,7 @@
 package endtoend
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -148,7 +149,7 @@ func (pd Predictor) train(variant string, eps float64, epochs int, seed uint64) 
 		if err != nil {
 			return nil, err
 		}
-		m, _, err := deploy.Model(pr, sc, pd.Name, variant, eps, LastEpoch(epochs), seed)
+		m, _, err := deploy.Model(context.Background(), pr, sc, pd.Name, variant, eps, LastEpoch(epochs), seed)
 		return m, err
 	}
 }

@@ -1,6 +1,7 @@
 package endtoend
 
 import (
+	"context"
 	"testing"
 
 	"github.com/dplp/dplp/calib"
@@ -72,7 +73,7 @@ func TestEndToEndLeakyTrainingFails(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			m, _, err := deploy.Model(pr, sc, kind.String(), "dplp", 0.5, LastEpoch(2), 1)
+			m, _, err := deploy.Model(context.Background(), pr, sc, kind.String(), "dplp", 0.5, LastEpoch(2), 1)
 			return m, err
 		}
 	}

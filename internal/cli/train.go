@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"os/signal"
 	"time"
 
 	"github.com/dplp/dplp/internal/progress"
@@ -176,16 +179,24 @@ func (o *trainOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	bar := progress.New(int64(o.cfg.Epochs), "training "+string(o.v))
-	opt := deploy.Options{Config: &o.cfg, OnEpoch: func(epoch int, loss, auc float64) {
+	opt := deploy.Options{Config: &o.cfg, OnEpoch: func(p train.Progress) {
 		bar.Add(1)
-		fmt.Fprintf(errw, "epoch %3d  loss %.5f  held-out AUC %.4f\n", epoch, loss, auc)
+		fmt.Fprintf(errw, "epoch %3d  loss %.5f  held-out AUC %.4f\n", p.Epoch, p.Loss, p.HeldOutAUC)
 	}}
 	// The predictor is fitted on the public training graph only.
 	sc, err := o.predf.fit(o.kind, pairs.Train, pairs.Marks)
 	if err != nil {
 		return err
 	}
-	m, sum, err := deploy.Model(pairs, sc, o.spec.Name, string(o.v), o.eps, opt, o.seed)
+	// An interrupt stops the training at the next few steps, with an error
+	// instead of a half-written model.
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	m, sum, err := deploy.Model(ctx, pairs, sc, o.spec.Name, string(o.v), o.eps, opt, o.seed)
 	bar.Finish()
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package evaluate
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -27,8 +28,13 @@ type TrainOptions struct {
 	// Config, when non-nil, replaces train.DefaultConfig (Variant and Eps
 	// are still set from the arguments).
 	Config *train.Config
-	// OnEpoch is passed to the trainer.
-	OnEpoch func(epoch int, loss, heldOutAUC float64)
+	// OnEpoch, if set, observes the training run (train.Observer).
+	OnEpoch train.Observer
+	// Context, when non-nil, is the training run's context: cancelling it
+	// stops the training promptly with its error (train.Train). nil means
+	// context.Background(). It is an option rather than a parameter so the
+	// research harness's training hooks keep their signature.
+	Context context.Context
 	// PseudoSigma is the fraction of the public training graph's edges
 	// marked pseudo-protected for dplp-pub (PseudoProtect): 0 means the
 	// split's sigma (or, for a deployment split, the invariant share of
@@ -85,7 +91,11 @@ func TrainModelFrom(s *protocol.Split, sc *score.Scorer, name, variant string, e
 	if opt.Reference && v == train.Lin {
 		o.PosOf = s.DevPosPublic
 	}
-	return deploy.Model(pairsOf(s), sc, name, variant, eps, o, seed)
+	ctx := opt.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return deploy.Model(ctx, pairsOf(s), sc, name, variant, eps, o, seed)
 }
 
 // TrainTransform is TrainModel returning the model as a calib.Transform.

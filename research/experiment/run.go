@@ -342,7 +342,7 @@ func (r *runner) group(ctx context.Context, split *protocol.Split, us []*unit) e
 				e.err = err
 				return
 			}
-			opt := evaluate.TrainOptions{Epochs: r.p.cfg.Epochs, Reference: c.cal == calib.Reference}
+			opt := evaluate.TrainOptions{Epochs: r.p.cfg.Epochs, Reference: c.cal == calib.Reference, Context: ctx}
 			seed := derivedSeed("train", r.p.datasets[c.ds], c.pred.name, c.method.variant, c.prot, c.sigma, c.eps, c.cal, c.seed)
 			t0 := time.Now()
 			e.tr, e.sum, e.err = r.h.train(split, sc, c.pred.name, c.method.variant, c.eps, opt, seed)

@@ -15,7 +15,7 @@ import (
 
 func trainedResult(t *testing.T, v train.Variant) *train.Result {
 	res := traintest.Result(t, v)
-	res.Config.OnEpoch = func(int, float64, float64) {} // Compile must not record it
+	res.Config.OnEpoch = func(train.Progress) {} // Compile must not record it
 	return res
 }
 

@@ -12,6 +12,7 @@
 package deploy
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -240,8 +241,8 @@ type Options struct {
 	// Config, when non-nil, replaces train.DefaultConfig (Variant and Eps
 	// are still set from the arguments).
 	Config *train.Config
-	// OnEpoch is passed to the trainer.
-	OnEpoch func(epoch int, loss, heldOutAUC float64)
+	// OnEpoch, if set, observes the training run (train.Observer).
+	OnEpoch train.Observer
 	// PseudoSigma is the fraction of the public training graph's edges
 	// marked pseudo-protected for dplp-pub (PseudoProtect): 0 means
 	// Pairs.Sigma or the invariant share of marks; negative turns
@@ -268,8 +269,9 @@ type Summary struct {
 // Model trains variant on pr for the base scorer sc (which must score
 // pr.Train with pr.Marks; name is the predictor's name stored in the model)
 // at eps_p, and compiles the deployable model (exactly monotone table,
-// exact Delta_f). All randomness derives from seed.
-func Model(pr *Pairs, sc *score.Scorer, name, variant string, eps float64, opt Options, seed uint64) (*model.Model, Summary, error) {
+// exact Delta_f). All randomness derives from seed. Cancelling ctx stops
+// the training promptly (train.Train) and Model returns ctx's error.
+func Model(ctx context.Context, pr *Pairs, sc *score.Scorer, name, variant string, eps float64, opt Options, seed uint64) (*model.Model, Summary, error) {
 	v, err := ParseVariant(variant)
 	if err != nil {
 		return nil, Summary{}, err
@@ -290,6 +292,9 @@ func Model(pr *Pairs, sc *score.Scorer, name, variant string, eps float64, opt O
 			return nil, Summary{}, err
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, Summary{}, err
+	}
 	tr, held, err := Data(pr, sc, every, opt.PosOf)
 	if err != nil {
 		return nil, Summary{}, err
@@ -307,7 +312,7 @@ func Model(pr *Pairs, sc *score.Scorer, name, variant string, eps float64, opt O
 	}
 	cfg.OnEpoch = opt.OnEpoch
 	start := time.Now()
-	res, err := train.Train(cfg, tr, held, randx.Derive(seed, 0x7472, uint64(sc.Kind())))
+	res, err := train.Train(ctx, cfg, tr, held, randx.Derive(seed, 0x7472, uint64(sc.Kind())))
 	if err != nil {
 		return nil, Summary{}, fmt.Errorf("training %s on %s: %w", v, name, err)
 	}
@@ -388,11 +393,17 @@ type Spec struct {
 	Seed    uint64  // seed of the sample, initialisation and training noise
 	Epochs  int     // 0: the trainer's default
 	Sample  SampleConfig
+	// OnEpoch, if set, observes the training run (train.Observer).
+	OnEpoch train.Observer
 }
 
 // Train samples, scores and trains on (g, p) for a triad score: what
-// `dplp train` runs for cn, aa, ra, jc and pa.
-func Train(g *graph.Graph, p *protect.Set, spec Spec) (*model.Model, Summary, error) {
+// `dplp train` runs for cn, aa, ra, jc and pa. Cancelling ctx stops the
+// training promptly, and Train returns ctx's error.
+func Train(ctx context.Context, g *graph.Graph, p *protect.Set, spec Spec) (*model.Model, Summary, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, Summary{}, err
+	}
 	if spec.Variant == "" {
 		spec.Variant = "dplp"
 	}
@@ -411,5 +422,5 @@ func Train(g *graph.Graph, p *protect.Set, spec Spec) (*model.Model, Summary, er
 	if err != nil {
 		return nil, Summary{}, err
 	}
-	return Model(pr, sc, strings.ToLower(k.String()), spec.Variant, spec.EpsP, Options{Epochs: spec.Epochs, Dataset: "public graph"}, spec.Seed)
+	return Model(ctx, pr, sc, strings.ToLower(k.String()), spec.Variant, spec.EpsP, Options{Epochs: spec.Epochs, OnEpoch: spec.OnEpoch, Dataset: "public graph"}, spec.Seed)
 }

@@ -3,6 +3,7 @@
 package traintest
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -37,7 +38,7 @@ func Result(t testing.TB, v train.Variant) *train.Result {
 	cfg := train.DefaultConfig(v, 0.5)
 	cfg.Epochs = 2
 	cfg.Hidden, cfg.QuadNodes = []int{5}, 12
-	res, err := train.Train(cfg, mk(20), mk(10), r)
+	res, err := train.Train(context.Background(), cfg, mk(20), mk(10), r)
 	if err != nil {
 		t.Fatal(err)
 	}
