@@ -117,19 +117,19 @@ func (r *releaser) utility(s float64, feat []float64) float64 {
 
 // noise is the evaluation noise of candidate v of query q, before the 1/e
 // scale.
-func (r *releaser) noise(q, v int32) float64 {
-	key := pairKey(r.cfg.Seed, tableEval, q, v)
+func (r *releaser) noise(ns *noiseStream, q, v int32) float64 {
+	ns.pair(r.cfg.Seed, tableEval, q, v)
 	switch r.method {
 	case Lin:
 		var s float64
-		for j, w := range r.w {
-			s += w * gumbel(key, FirstFeature+j)
+		for _, w := range r.w {
+			s += w * ns.next()
 		}
 		return s
 	case DPLP:
-		return r.mult * gumbel(key, colDPLPEval)
+		return r.mult * ns.column(colDPLPEval)
 	}
-	return r.mult * gumbel(key, colUMNN)
+	return r.mult * ns.column(colUMNN)
 }
 
 // sensitivity is max over the query's distinct normalised scores s of the
@@ -182,6 +182,7 @@ func Evaluate(method Method, qs []EvalQuery, mod Models, k int, cfg Config) (Res
 		r := *rel0 // groups are read-only after newReleaser
 		q := &qs[i]
 		feat := make([]float64, NumFeatures)
+		ns := newNoiseStream()
 		uniq := slices.Clone(q.S)
 		slices.Sort(uniq)
 		uniq = slices.Compact(uniq)
@@ -200,7 +201,7 @@ func Evaluate(method Method, qs []EvalQuery, mod Models, k int, cfg Config) (Res
 			j, _ := slices.BinarySearch(uniq, s)
 			y := util[j]
 			if q.Noisy {
-				y += sc * r.noise(q.Q, q.IDs[p])
+				y += sc * r.noise(ns, q.Q, q.IDs[p])
 			}
 			cs[p] = cand{y: y, tie: tieKey(pairKey(cfg.Seed, tableEval, q.Q, q.IDs[p])), pos: q.Label[p]}
 		}

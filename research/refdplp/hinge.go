@@ -9,6 +9,7 @@ import (
 type hingeScratch struct {
 	y, c         []float64
 	sp, sn, pref []float64
+	g            [][]float64 // per-goroutine gradients (linLoss)
 }
 
 // hinge returns L = sum_{i in pos, k in neg} relu(margin + yn_k - yp_i), the

@@ -2,6 +2,8 @@ package refdplp
 
 import (
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/dplp/dplp/transform"
 )
@@ -86,39 +88,88 @@ type linQuery struct {
 }
 
 // linLoss evaluates the summed hinge loss of the queries qs at m and, when
-// grad is non-nil (len NumFeatures+1: beta, then b), adds its gradient.
-// y, cy are scratch.
+// grad is non-nil (len NumFeatures+1: beta, then b; zero on entry), writes
+// its gradient. Large steps split the rows over GOMAXPROCS goroutines (the
+// result does not depend on their number beyond the order of additions).
 func linLoss(m *LinModel, w []float64, qs []*linQuery, margin float64, grad []float64, sc *hingeScratch) float64 {
+	var rows int
+	for _, q := range qs {
+		rows += q.nPos + q.nNeg
+	}
+	sc.y, sc.c = grow(sc.y, rows), grow(sc.c, rows)
+	nw := 1
+	if rows >= parallelRows {
+		nw = min(runtime.GOMAXPROCS(0), rows/(parallelRows/2))
+	}
+	// forEach calls fn(q, p, i) for every row p of query q, i its index in
+	// sc.y, over nw goroutines by contiguous blocks; fn gets the worker id.
+	forEach := func(fn func(wk int, q *linQuery, p, i int)) {
+		block := func(wk, lo, hi int) {
+			i := 0
+			for _, q := range qs {
+				n := q.nPos + q.nNeg
+				for p := max(lo-i, 0); p < min(hi-i, n); p++ {
+					fn(wk, q, p, i+p)
+				}
+				i += n
+			}
+		}
+		if nw == 1 {
+			block(0, 0, rows)
+			return
+		}
+		var wg sync.WaitGroup
+		for wk := range nw {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				block(wk, wk*rows/nw, (wk+1)*rows/nw)
+			}()
+		}
+		wg.Wait()
+	}
+	forEach(func(_ int, q *linQuery, p, i int) {
+		sc.y[i] = m.B + dot32(w, q.x[p*NumFeatures:(p+1)*NumFeatures])
+	})
 	var loss float64
+	i := 0
 	for _, q := range qs {
 		n := q.nPos + q.nNeg
-		sc.y = grow(sc.y, n)
-		for p := range n {
-			sc.y[p] = m.B + dot32(w, q.x[p*NumFeatures:(p+1)*NumFeatures])
+		loss += hinge(sc.y[i:i+q.nPos], sc.y[i+q.nPos:i+n], margin, sc.c[i:i+q.nPos], sc.c[i+q.nPos:i+n], sc)
+		i += n
+	}
+	if grad == nil {
+		return loss
+	}
+	if len(sc.g) < nw {
+		sc.g = make([][]float64, nw)
+	}
+	for wk := range nw {
+		sc.g[wk] = grow(sc.g[wk], NumFeatures+1)
+		clear(sc.g[wk])
+	}
+	forEach(func(wk int, q *linQuery, p, i int) {
+		if c := sc.c[i]; c != 0 {
+			g := sc.g[wk]
+			axpy32(g, c, q.x[p*NumFeatures:(p+1)*NumFeatures])
+			g[NumFeatures] += c
 		}
-		sc.c = grow(sc.c, n)
-		loss += hinge(sc.y[:q.nPos], sc.y[q.nPos:n], margin, sc.c[:q.nPos], sc.c[q.nPos:n], sc)
-		if grad == nil {
-			continue
-		}
-		gw := grad[:NumFeatures]
-		for p := range n {
-			c := sc.c[p]
-			if c == 0 {
-				continue
-			}
-			axpy32(gw, c, q.x[p*NumFeatures:(p+1)*NumFeatures])
-			grad[NumFeatures] += c
+	})
+	for wk := range nw {
+		for j, v := range sc.g[wk] {
+			grad[j] += v
 		}
 	}
-	if grad != nil {
-		// d nu / d beta_j = tau w_j x_j.
-		for j := range NumFeatures {
-			grad[j] *= tau * w[j]
-		}
+	// d nu / d beta_j = tau w_j x_j.
+	for j := range NumFeatures {
+		grad[j] *= tau * w[j]
 	}
 	return loss
 }
+
+// parallelRows is the step size (rows) from which linLoss splits rows over
+// goroutines.
+const parallelRows = 4096
 
 func grow(s []float64, n int) []float64 {
 	if cap(s) < n {

@@ -48,6 +48,7 @@ package refdplp
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 )
 
 // Method is one of the authors' DPLP-family methods.
@@ -146,12 +147,44 @@ func pairKey(seed, table uint64, q, v int32) uint64 {
 	return splitmix(splitmix(seed^splitmix(table)) ^ (uint64(uint32(q))<<32 | uint64(uint32(v))))
 }
 
-// gumbel is the standard Gumbel draw of column col of the pair whose key is
-// key: -log(-log U) with U uniform on (0, 1) from 53 bits of a hash.
-func gumbel(key uint64, col int) float64 {
-	h := splitmix(key + uint64(col)*0xd1b54a32d192ed03)
-	u := (float64(h>>11) + 0.5) * (1.0 / (1 << 53))
-	return -math.Log(-math.Log(u))
+// noiseStream draws one pair's row of a noise table: standard Gumbels
+// G = -log E, E ~ Exp(1) (ziggurat), from a PCG seeded with the pair's key;
+// the n-th draw is column FirstFeature + n. Not safe for concurrent use.
+type noiseStream struct {
+	src rand.PCG
+	r   *rand.Rand
+	col int // column of the next draw
+}
+
+func newNoiseStream() *noiseStream {
+	s := &noiseStream{}
+	s.r = rand.New(&s.src)
+	return s
+}
+
+// pair positions the stream at column FirstFeature of pair (q, v) in table.
+func (s *noiseStream) pair(seed, table uint64, q, v int32) {
+	s.src.Seed(pairKey(seed, table, q, v), 0x6e6f697365) // "noise"
+	s.col = FirstFeature
+}
+
+// next is the draw of the current column, then moves to the next column.
+func (s *noiseStream) next() float64 {
+	e := s.r.ExpFloat64()
+	for e == 0 { // probability 2^-32: -log 0 would be +Inf
+		e = s.r.ExpFloat64()
+	}
+	s.col++
+	return -math.Log(e)
+}
+
+// column is the draw of column col >= the current column (skipping the
+// columns before it).
+func (s *noiseStream) column(col int) float64 {
+	for s.col < col {
+		s.next()
+	}
+	return s.next()
 }
 
 // tieKey orders candidates with equal noisy utilities uniformly at random.

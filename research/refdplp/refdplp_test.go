@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -371,5 +373,96 @@ func TestAuditDPLPMultiplier(t *testing.T) {
 	}
 	if want := 2 * d / (16900 * 2 / 0.1); r.Multiplier != -16900 || math.Abs(r.EpsEffMedian-want) > 1e-12*want {
 		t.Fatalf("multiplier %v, eps_eff %v; want -16900, %v", r.Multiplier, r.EpsEffMedian, want)
+	}
+}
+
+// The noise stream draws standard Gumbels (mean the Euler-Mascheroni
+// constant, variance pi^2/6, the Gumbel CDF exp(-exp(-x)) within a
+// Kolmogorov-Smirnov bound), column c is the same draw however it is
+// reached, and pairs and tables have their own draws.
+func TestNoiseStream(t *testing.T) {
+	ns := newNoiseStream()
+	const n = 200000
+	xs := make([]float64, 0, n)
+	for i := range n / 10 {
+		ns.pair(1, tableTrain, int32(i), int32(i+1))
+		for range 10 {
+			xs = append(xs, ns.next())
+		}
+	}
+	var mean, sq float64
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= n
+	for _, x := range xs {
+		sq += (x - mean) * (x - mean)
+	}
+	if v := sq / n; math.Abs(mean-0.5772156649) > 0.01 || math.Abs(v-math.Pi*math.Pi/6) > 0.03 {
+		t.Fatalf("mean %v, variance %v", mean, v)
+	}
+	slices.Sort(xs)
+	var ks float64
+	for i, x := range xs {
+		f := math.Exp(-math.Exp(-x))
+		ks = max(ks, math.Abs(f-float64(i)/n), math.Abs(f-float64(i+1)/n))
+	}
+	if ks > 1.63/math.Sqrt(n) { // 1% level
+		t.Fatalf("Kolmogorov-Smirnov distance %v", ks)
+	}
+	ns.pair(7, tableEval, 3, 4)
+	var row []float64
+	for range 80 {
+		row = append(row, ns.next())
+	}
+	for _, col := range []int{FirstFeature, colDPLPEval, colUMNN} {
+		ns.pair(7, tableEval, 3, 4)
+		if got := ns.column(col); got != row[col-FirstFeature] {
+			t.Fatalf("column %d: %v, want %v", col, got, row[col-FirstFeature])
+		}
+	}
+	for _, other := range [][4]uint64{{8, tableEval, 3, 4}, {7, tableTrain, 3, 4}, {7, tableEval, 4, 3}} {
+		ns.pair(other[0], other[1], int32(other[2]), int32(other[3]))
+		if ns.next() == row[0] {
+			t.Fatalf("pair %v repeats the draw of (7, eval, 3, 4)", other)
+		}
+	}
+}
+
+// A step large enough to split its rows over goroutines gives the sum of
+// its queries' serial losses and gradients.
+func TestLinLossParallel(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
+	r := rand.New(rand.NewPCG(9, 10))
+	var qs []*linQuery
+	for range 3 {
+		q := &linQuery{nPos: 40 + r.IntN(20), nNeg: 3000}
+		q.x = make([]float32, (q.nPos+q.nNeg)*NumFeatures)
+		for i := range q.x {
+			q.x[i] = float32(r.NormFloat64())
+		}
+		qs = append(qs, q)
+	}
+	m := NewLin()
+	w := m.Weights(nil)
+	var sc hingeScratch
+	grad := make([]float64, NumFeatures+1)
+	loss := linLoss(m, w, qs, 0.1, grad, &sc)
+	var want float64
+	wantGrad := make([]float64, NumFeatures+1)
+	for _, q := range qs {
+		g := make([]float64, NumFeatures+1)
+		want += linLoss(m, w, []*linQuery{q}, 0.1, g, &sc)
+		for j := range g {
+			wantGrad[j] += g[j]
+		}
+	}
+	if math.Abs(loss-want) > 1e-9*math.Abs(want) || want == 0 {
+		t.Fatalf("loss %v, want %v", loss, want)
+	}
+	for j := range grad {
+		if math.Abs(grad[j]-wantGrad[j]) > 1e-9*math.Max(1, math.Abs(wantGrad[j])) {
+			t.Fatalf("gradient %d: %v, want %v", j, grad[j], wantGrad[j])
+		}
 	}
 }

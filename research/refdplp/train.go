@@ -71,14 +71,15 @@ func linData(data []TrainQuery, cfg *Config) []*linQuery {
 		}
 		q := &linQuery{nPos: nPos, nNeg: len(d.Neg), x: make([]float32, (nPos+len(d.Neg))*NumFeatures)}
 		var feat [NumFeatures]float64
+		ns := newNoiseStream()
 		row := 0
 		add := func(s float64, v int32) {
 			features(s, feat[:])
 			dst := q.x[row*NumFeatures : (row+1)*NumFeatures]
 			if d.Noisy {
-				key := pairKey(cfg.Seed, tableTrain, d.Q, v)
+				ns.pair(cfg.Seed, tableTrain, d.Q, v)
 				for j := range dst {
-					dst[j] = float32(feat[j] + sc*gumbel(key, FirstFeature+j))
+					dst[j] = float32(feat[j] + sc*ns.next())
 				}
 			} else {
 				for j := range dst {
@@ -170,6 +171,7 @@ func mnnData(data []TrainQuery, cfg *Config, input func(s float64) float64, col 
 		d := &data[i]
 		n := len(d.Pos) + len(d.Neg)
 		q := &mnnQuery{nPos: len(d.Pos), idx: make([]int32, n), noise: make([]float64, n)}
+		ns := newNoiseStream()
 		ss := make([]float64, 0, n)
 		ss = append(append(ss, d.Pos...), d.Neg...)
 		uniq := slices.Clone(ss)
@@ -185,7 +187,8 @@ func mnnData(data []TrainQuery, cfg *Config, input func(s float64) float64, col 
 				} else {
 					v = d.NegID[p-len(d.Pos)]
 				}
-				q.noise[p] = sc * gumbel(pairKey(cfg.Seed, tableTrain, d.Q, v), col)
+				ns.pair(cfg.Seed, tableTrain, d.Q, v)
+				q.noise[p] = sc * ns.column(col)
 			}
 		}
 		q.in = make([]float64, len(uniq))
