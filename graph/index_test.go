@@ -16,7 +16,7 @@ func TestIDProperty(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(2, 300).Draw(t, "n")
 		var labels []string
-		switch rapid.IntRange(0, 3).Draw(t, "kind") {
+		switch rapid.IntRange(0, 4).Draw(t, "kind") {
 		case 1:
 			for i := range n {
 				labels = append(labels, fmt.Sprint(i))
@@ -28,6 +28,10 @@ func TestIDProperty(t *testing.T) {
 			}
 			for _, v := range rapid.Permutation(ids).Draw(t, "perm") {
 				labels = append(labels, fmt.Sprint(v))
+			}
+		case 4: // decimals too large for the dense table: the hash table
+			for i := range n {
+				labels = append(labels, fmt.Sprint(1_000_000_000+i*7))
 			}
 		case 3:
 			seen := map[string]bool{}
@@ -48,7 +52,7 @@ func TestIDProperty(t *testing.T) {
 				t.Fatalf("ID(Label(%d)) = %d, %v", i, id, ok)
 			}
 		}
-		for _, l := range []string{"", "-1", fmt.Sprint(n), "01", "x" + g.Label(0), g.Label(0) + " "} {
+		for _, l := range []string{"", "-1", fmt.Sprint(n), fmt.Sprint(2 * n), "01", "+1", "4294967296", "99999999999", "x" + g.Label(0), g.Label(0) + " ", "0" + g.Label(0)} {
 			id, ok := g.ID(l)
 			if want := labels != nil && slicesIndex(labels, l) >= 0; ok != want || ok && g.Label(id) != l {
 				t.Fatalf("ID(%q) = %d, %v", l, id, ok)
@@ -67,20 +71,28 @@ func slicesIndex(s []string, x string) int {
 }
 
 // TestDuplicateLabels: every constructor refuses equal labels, naming the
-// first repeat in id order.
+// first repeat in id order, whatever form the index takes.
 func TestDuplicateLabels(t *testing.T) {
-	labels := []string{"a", "b", "c", "b", "a"}
 	edges := []Edge{{0, 1}, {2, 3}, {3, 4}}
-	const want = `graph: nodes 1 and 3 have the same label "b"`
-	if _, _, err := FromEdges(5, edges, labels); err == nil || err.Error() != want {
-		t.Errorf("FromEdges: %v, want %s", err, want)
-	}
 	g, _, err := FromEdges(5, edges, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := FromCSR(g.Off, g.Adj, labels); err == nil || err.Error() != want {
-		t.Errorf("FromCSR: %v, want %s", err, want)
+	for _, c := range []struct {
+		labels []string
+		want   string
+	}{
+		{[]string{"a", "b", "c", "b", "a"}, `graph: nodes 1 and 3 have the same label "b"`},
+		{[]string{"4", "2", "7", "2", "4"}, `graph: nodes 1 and 3 have the same label "2"`},                         // dense
+		{[]string{"4000000000", "9", "5000000", "9", "4000000000"}, `graph: nodes 1 and 3 have the same label "9"`}, // hash
+		{[]string{"0", "1", "2", "3", "3"}, `graph: nodes 3 and 4 have the same label "3"`},                         // dense
+	} {
+		if _, _, err := FromEdges(5, edges, c.labels); err == nil || err.Error() != c.want {
+			t.Errorf("FromEdges %q: %v, want %s", c.labels, err, c.want)
+		}
+		if _, err := FromCSR(g.Off, g.Adj, c.labels); err == nil || err.Error() != c.want {
+			t.Errorf("FromCSR %q: %v, want %s", c.labels, err, c.want)
+		}
 	}
 }
 
@@ -116,13 +128,20 @@ func TestConcurrentReads(t *testing.T) {
 	wg.Wait()
 }
 
-// BenchmarkID looks up every label of a million-node graph with string labels.
+// BenchmarkID builds the index of a million-node graph and looks up labels,
+// with string labels (the hash table) and with decimal labels in another
+// order than the ids (the dense table).
 func BenchmarkID(b *testing.B) {
+	b.Run("strings", func(b *testing.B) { benchID(b, "user-%d") })
+	b.Run("decimals", func(b *testing.B) { benchID(b, "%d") })
+}
+
+func benchID(b *testing.B, format string) {
 	const n = 1 << 20
 	labels := make([]string, n)
 	edges := make([]Edge, n-1)
 	for i := range labels {
-		labels[i] = fmt.Sprintf("user-%d", i*7919%n)
+		labels[i] = fmt.Sprintf(format, i*7919%n)
 		if i > 0 {
 			edges[i-1] = Edge{int32(i - 1), int32(i)}
 		}
