@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -92,7 +91,7 @@ func (o *accountOptions) run(out io.Writer) error {
 		return err
 	}
 	if o.asJSON {
-		return json.NewEncoder(out).Encode(s)
+		return printJSON(out, s)
 	}
 	fmt.Fprintf(out, "%d list(s) of %d picks at eps_p %g per pick:\n", o.lists, o.k, o.epsP)
 	printAccount(out, s, o.delta)
@@ -110,7 +109,7 @@ func (o *accountOptions) runTarget(out io.Writer) error {
 		return err
 	}
 	if o.asJSON {
-		return json.NewEncoder(out).Encode(struct {
+		return printJSON(out, struct {
 			EpsP float64 `json:"eps_p"`
 			accountant.Summary
 		}{e, s})

@@ -152,7 +152,7 @@ func (o *attackOptions) run(cmd *cobra.Command) error {
 	res.Graph = o.path
 	out := cmd.OutOrStdout()
 	if o.asJSON {
-		return json.NewEncoder(out).Encode(res)
+		return printJSON(out, res)
 	}
 	return o.print(out, res)
 }

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/dplp/dplp/audit"
 	"github.com/dplp/dplp/calib"
@@ -186,13 +184,13 @@ func (o *auditOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	out := cmd.OutOrStdout()
 	if o.asJSON {
-		if err := json.NewEncoder(out).Encode(rep); err != nil {
-			return err
-		}
+		err = printJSON(cmd.OutOrStdout(), rep)
 	} else {
-		printAudit(cmd, rep, o.verbose)
+		err = printAudit(newPrinter(cmd.OutOrStdout(), formatTable), rep, o.verbose)
+	}
+	if err != nil {
+		return err
 	}
 	if !rep.Passed() {
 		return exitCode(1)
@@ -200,33 +198,31 @@ func (o *auditOptions) run(cmd *cobra.Command) error {
 	return nil
 }
 
-func printAudit(cmd *cobra.Command, rep *audit.Report, verbose bool) {
-	out := cmd.OutOrStdout()
+func printAudit(p *printer, rep *audit.Report, verbose bool) error {
 	if rep.Calibration == "reference" {
-		fmt.Fprintln(out, calib.Warning)
+		p.line("%s", calib.Warning)
 	}
-	fmt.Fprintf(out, "exact audit: calibration %s, transform %s, eps_p %g; %s\n", rep.Calibration, rep.Transform, rep.Eps, randx.Source{Seeded: true, Seed: rep.Seed})
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "method\tK\tcases\tworst |ln ratio|\tbound\tproven\tviolations")
+	p.line("exact audit: calibration %s, transform %s, eps_p %g; %s", rep.Calibration, rep.Transform, rep.Eps, randx.Source{Seeded: true, Seed: rep.Seed})
+	p.row("method", "K", "cases", "worst |ln ratio|", "bound", "proven", "violations")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%.4f\t%v\t%d\n", r.Method, r.K, r.Cases, r.Worst, r.Bound, r.Proven, r.Violations)
+		p.row(r.Method, fmt.Sprint(r.K), fmt.Sprint(r.Cases), fmt.Sprintf("%.4f", r.Worst), fmt.Sprintf("%.4f", r.Bound), fmt.Sprint(r.Proven), fmt.Sprint(r.Violations))
 	}
-	tw.Flush()
-	fmt.Fprintf(out, "cases %d, worst log-ratio %.4f against bound %.4f, violations %d\n", rep.Cases, rep.WorstLogRatio, rep.Bound, rep.Violations)
-	fmt.Fprintf(out, "score checks %d (|s-s'| <= Delta_s; s_pub, Delta_s, S_max invariant), violations %d\n", rep.ScoreChecks, rep.ScoreViolations)
-	fmt.Fprintf(out, "sampler chi-square tests %d, failures %d, smallest p %.3g\n", len(rep.Chi), rep.ChiFailures, rep.MinChiP)
+	p.line("cases %d, worst log-ratio %.4f against bound %.4f, violations %d", rep.Cases, rep.WorstLogRatio, rep.Bound, rep.Violations)
+	p.line("score checks %d (|s-s'| <= Delta_s; s_pub, Delta_s, S_max invariant), violations %d", rep.ScoreChecks, rep.ScoreViolations)
+	p.line("sampler chi-square tests %d, failures %d, smallest p %.3g", len(rep.Chi), rep.ChiFailures, rep.MinChiP)
 	if verbose {
 		for _, c := range rep.Chi {
-			fmt.Fprintf(out, "  chi-square %s %s K=%d: stat %.2f df %d p %.3g\n", c.Method, c.Score, c.K, c.Stat, c.DF, c.P)
+			p.line("  chi-square %s %s K=%d: stat %.2f df %d p %.3g", c.Method, c.Score, c.K, c.Stat, c.DF, c.P)
 		}
 	}
 	if w := rep.Worst; w != nil {
-		fmt.Fprintf(out, "worst case: %s on %s, K=%d, %d nodes, edges %v, protected %v\n", w.Method, w.Score, w.K, w.Nodes, w.Edges, w.Protected)
-		fmt.Fprintf(out, "  query u=%d, w=%d, toggled {w,x} for x in %v, list %v: ln P(G)=%.4f, ln P(G')=%.4f\n", w.U, w.W, w.Toggled, w.List, w.LogP, w.LogPPrime)
+		p.line("worst case: %s on %s, K=%d, %d nodes, edges %v, protected %v", w.Method, w.Score, w.K, w.Nodes, w.Edges, w.Protected)
+		p.line("  query u=%d, w=%d, toggled {w,x} for x in %v, list %v: ln P(G)=%.4f, ln P(G')=%.4f", w.U, w.W, w.Toggled, w.List, w.LogP, w.LogPPrime)
 	}
 	if rep.Passed() {
-		fmt.Fprintln(out, "PASS")
+		p.line("PASS")
 	} else {
-		fmt.Fprintln(out, "FAIL")
+		p.line("FAIL")
 	}
+	return p.flush()
 }

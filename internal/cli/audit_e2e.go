@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -51,7 +50,7 @@ func runEndToEnd(cmd *cobra.Command, base audit.Config, kinds []string, variant 
 	}
 	o := cmd.OutOrStdout()
 	if asJSON {
-		if err := json.NewEncoder(o).Encode(rep); err != nil {
+		if err := printJSON(o, rep); err != nil {
 			return err
 		}
 	} else {

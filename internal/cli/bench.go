@@ -59,11 +59,7 @@ func benchScorer(cmd *cobra.Command, path string, pf *protFlags, qspec string, k
 
 func printBench(cmd *cobra.Command, asJSON bool, keys []string, vals map[string]any) error {
 	if asJSON {
-		p := newPrinter(cmd.OutOrStdout(), formatJSONL)
-		if err := p.value(vals); err != nil {
-			return err
-		}
-		return p.flush()
+		return printJSON(cmd.OutOrStdout(), vals)
 	}
 	p := newPrinter(cmd.OutOrStdout(), formatTable)
 	for _, k := range keys {

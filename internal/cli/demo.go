@@ -2,14 +2,12 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/dplp/dplp/calib"
@@ -176,10 +174,12 @@ func (o *demoOptions) run(cmd *cobra.Command, start time.Time) error {
 		for _, m := range methods {
 			ms[m.name] = results[m.name]
 		}
-		return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"seconds": secs, "eps": o.eps, "k": o.k, "sigma": o.sigma, "score": o.sk.String(), "seed": o.seed, "methods": ms})
+		return printJSON(cmd.OutOrStdout(), map[string]any{"seconds": secs, "eps": o.eps, "k": o.k, "sigma": o.sigma, "score": o.sk.String(), "seed": o.seed, "methods": ms})
 	}
 	out := cmd.OutOrStdout()
-	o.printTable(out, lg.N(), len(split.Queries), methods, results)
+	if err := o.printTable(newPrinter(out, formatTable), lg.N(), len(split.Queries), methods, results); err != nil {
+		return err
+	}
 	if o.users > 0 && recModel != nil {
 		if err := demoRecommend(cmd, split, recModel, o.k, o.users, o.seed); err != nil {
 			return err
@@ -230,17 +230,16 @@ func demoGuarantee(cfg calib.Config, k int, eps, spent float64) string {
 }
 
 // printTable prints the demo's heading and table of methods.
-func (o *demoOptions) printTable(out io.Writer, nodes, queries int, methods []demoMethod, results map[string]demoResult) {
-	fmt.Fprintf(out, "DPLP demo: %s on a %d-node latent-space graph, sigma %g, eps_p %g, K %d, rigorous calibration, clean protocol (%d test queries)\n",
+func (o *demoOptions) printTable(p *printer, nodes, queries int, methods []demoMethod, results map[string]demoResult) error {
+	p.line("DPLP demo: %s on a %d-node latent-space graph, sigma %g, eps_p %g, K %d, rigorous calibration, clean protocol (%d test queries)",
 		o.sk, nodes, o.sigma, o.eps, o.k, queries)
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	k := o.k
-	fmt.Fprintf(tw, "method\tAUC@%d\tP@%d\tNDCG@%d\tprivacy of one list\n", k, k, k)
+	k := fmt.Sprint(o.k)
+	p.row("method", "AUC@"+k, "P@"+k, "NDCG@"+k, "privacy of one list")
 	for _, m := range methods {
 		r := results[m.name]
-		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.3f\t%s\n", m.label, r.AUC, r.Precision, r.NDCG, r.Guarantee)
+		p.row(m.label, fmt.Sprintf("%.3f", r.AUC), fmt.Sprintf("%.3f", r.Precision), fmt.Sprintf("%.3f", r.NDCG), r.Guarantee)
 	}
-	tw.Flush()
+	return p.flush()
 }
 
 // demoRecommend prints private top-K lists for a few users over all their

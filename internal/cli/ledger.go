@@ -133,11 +133,7 @@ is exactly {"users": [{"user", "spent", "releases"}], "total_spent"}.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %d releases used a seeded noise generator: they have no privacy guarantee and must not be deployed\n", seeded)
 			}
 			if asJSON {
-				p := newPrinter(cmd.OutOrStdout(), formatJSONL)
-				if err := p.value(out); err != nil {
-					return err
-				}
-				return p.flush()
+				return printJSON(cmd.OutOrStdout(), out)
 			}
 			return printLedgerUsers(newPrinter(cmd.OutOrStdout(), formatTable), users, out.TotalSpent)
 		},
@@ -246,11 +242,7 @@ func (o *ledgerExposureOptions) run(cmd *cobra.Command) error {
 	}
 	out := exposureReport(all, o.top)
 	if o.asJSON {
-		p := newPrinter(cmd.OutOrStdout(), formatJSONL)
-		if err := p.value(out); err != nil {
-			return err
-		}
-		return p.flush()
+		return printJSON(cmd.OutOrStdout(), out)
 	}
 	return printExposure(newPrinter(cmd.OutOrStdout(), formatTable), out)
 }

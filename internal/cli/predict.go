@@ -207,11 +207,7 @@ func (o *evalLPOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	if o.asJSON {
-		p := newPrinter(cmd.OutOrStdout(), formatJSONL)
-		if err := p.value(res); err != nil {
-			return err
-		}
-		return p.flush()
+		return printJSON(cmd.OutOrStdout(), res)
 	}
 	return printEvalLP(newPrinter(cmd.OutOrStdout(), formatTable), o.spec.Name, res)
 }

@@ -72,6 +72,16 @@ func (p *printer) line(format string, args ...any) error {
 	return err
 }
 
+// printJSON writes v as one JSON line: the --json output of commands that
+// print a single object.
+func printJSON(w io.Writer, v any) error {
+	p := newPrinter(w, formatJSONL)
+	if err := p.value(v); err != nil {
+		return err
+	}
+	return p.flush()
+}
+
 // value writes v as one JSON line.
 func (p *printer) value(v any) error { return p.enc.Encode(v) }
 

@@ -38,11 +38,7 @@ func (o *statsOptions) run(cmd *cobra.Command) error {
 	}
 	s := g.Summary(rep.BuildStats)
 	if o.asJSON {
-		p := newPrinter(cmd.OutOrStdout(), formatJSONL)
-		if err := p.value(s); err != nil {
-			return err
-		}
-		return p.flush()
+		return printJSON(cmd.OutOrStdout(), s)
 	}
 	return printStats(newPrinter(cmd.OutOrStdout(), formatTable), s)
 }
