@@ -27,9 +27,10 @@ type Graph struct {
 	index  labelIndex // built by newGraph, with the graph
 }
 
-// newGraph is the one place a Graph is assembled: it builds the label index
+// newGraph assembles a graph from a checked CSR and builds its label index
 // (which checks that labels are distinct), so the graph is complete, and
-// never changes, once returned. The arrays are the caller's checked CSR.
+// never changes, once returned. FromCSR builds the index alongside its own
+// checks, and Without shares the index of the graph it derives from.
 func newGraph(off []int64, adj []int32, labels []string) (*Graph, error) {
 	index, err := newLabelIndex(labels)
 	if err != nil {
