@@ -5,7 +5,6 @@ import (
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/release"
-	"runtime"
 	"strconv"
 	"time"
 
@@ -95,29 +94,12 @@ candidate_pairs, wedges, seconds and pairs_per_second (JSON keys exactly these).
 			if err != nil {
 				return err
 			}
-			nw := runtime.GOMAXPROCS(0)
-			pairs := make([]int64, nw*8) // padded per-worker counters
-			wedges := make([]int64, nw*8)
-			// Warm the worker pool (accumulator allocation is not scoring).
-			if err := sc.Each(queries[:min(len(queries), nw)], func(int, *score.Result) {}); err != nil {
-				return err
-			}
-			start := time.Now()
-			err = sc.Each(queries, func(w int, r *score.Result) {
-				pairs[w*8] += int64(r.NumCandidates())
-				wedges[w*8] += r.Wedges
-			})
-			secs := time.Since(start).Seconds()
+			t, err := sc.Time(queries)
 			if err != nil {
 				return err
 			}
-			var tp, tw int64
-			for i := 0; i < nw; i++ {
-				tp += pairs[i*8]
-				tw += wedges[i*8]
-			}
 			return printBench(cmd, asJSON, []string{"queries", "candidate_pairs", "wedges", "seconds", "pairs_per_second"},
-				map[string]any{"queries": len(queries), "candidate_pairs": tp, "wedges": tw, "seconds": secs, "pairs_per_second": float64(tp) / secs})
+				map[string]any{"queries": t.Queries, "candidate_pairs": t.CandidatePairs, "wedges": t.Wedges, "seconds": t.Seconds, "pairs_per_second": float64(t.CandidatePairs) / t.Seconds})
 		},
 	}
 	f := cmd.Flags()
