@@ -169,14 +169,17 @@ func FromCSR(off []int64, adj []int32, labels []string) (*Graph, error) {
 	if labels != nil && len(labels) != n {
 		return nil, fmt.Errorf("graph: %d labels for %d nodes", len(labels), n)
 	}
+	// bad is the first node (lowest id) whose list breaks a rule, whichever
+	// range finds one first, so the message does not depend on scheduling.
 	var bad atomic.Int64
-	bad.Store(-1)
+	bad.Store(int64(n))
 	parallelNodes(n, off, func(lo, hi int) int64 {
 		for u := lo; u < hi; u++ {
 			prev := int32(-1)
 			for _, v := range adj[off[u]:off[u+1]] {
 				if v <= prev || v >= int32(n) || v == int32(u) {
-					bad.CompareAndSwap(-1, int64(u))
+					for b := bad.Load(); int64(u) < b && !bad.CompareAndSwap(b, int64(u)); b = bad.Load() {
+					}
 					return 0
 				}
 				prev = v
@@ -184,7 +187,7 @@ func FromCSR(off []int64, adj []int32, labels []string) (*Graph, error) {
 		}
 		return 0
 	})
-	if u := bad.Load(); u >= 0 {
+	if u := bad.Load(); u < int64(n) {
 		return nil, fmt.Errorf("graph: neighbour list of node %d is not strictly increasing within [0,%d) without self-loops", u, n)
 	}
 	// The two remaining checks are independent: run them side by side. The

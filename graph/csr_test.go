@@ -147,3 +147,28 @@ func TestBuildCSRProperty(t *testing.T) {
 		}
 	})
 }
+
+// TestFromCSRFirstBadNode: with several broken lists, the error names the
+// lowest node, however the parallel check's ranges are scheduled.
+func TestFromCSRFirstBadNode(t *testing.T) {
+	const n = 60000 // a path: 2(n-1) entries, enough for the parallel check
+	edges := make([]Edge, n-1)
+	for i := range edges {
+		edges[i] = Edge{int32(i), int32(i + 1)}
+	}
+	g, _, err := FromEdges(n, edges, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for trial := 0; trial < 20; trial++ {
+		adj := slices.Clone(g.Adj)
+		for _, u := range []int{50000, 30001, 45000} { // reverse their two neighbours
+			nb := adj[g.Off[u]:g.Off[u+1]]
+			nb[0], nb[1] = nb[1], nb[0]
+		}
+		_, err := FromCSR(g.Off, adj, nil)
+		if err == nil || !strings.Contains(err.Error(), "node 30001 is not strictly increasing") {
+			t.Fatalf("error %v, want node 30001", err)
+		}
+	}
+}
