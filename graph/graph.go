@@ -115,12 +115,6 @@ func (g *Graph) ID(label string) (int32, bool) {
 	return g.index.lookup(g.labels, label)
 }
 
-// WithIndex returns g. The label index is built when the graph is
-// constructed; WithIndex is kept so that existing callers compile.
-//
-// Deprecated: graphs are complete when constructed; drop the call.
-func (g *Graph) WithIndex() *Graph { return g }
-
 // Edges calls fn for every undirected edge once, with u < v.
 func (g *Graph) Edges(fn func(u, v int32)) {
 	for u := 0; u < g.N(); u++ {

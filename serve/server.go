@@ -224,7 +224,6 @@ func (s *Server) loadFiles() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	g.WithIndex()
 	fm, err := protect.ReadFile(s.cfg.ProtectedPath, g)
 	if err != nil {
 		return nil, err
