@@ -13,9 +13,11 @@ import (
 // at most ttl, and keeps them exact for changes made through this process:
 // PutToken and RevokeToken replace or drop the user's cached hash at once,
 // and every charge through ChargeBatch records the new latest lists and
-// drops the charged users' budgets. Changes made by another process sharing
-// the store are seen within ttl (latest lists: 30 ttl, see latestTTLFactor). Enforcement never reads the cache: the cap
-// is checked by the store inside the charging transaction.
+// adds each fresh charge to its user's cached budget (a budget read that
+// overlapped a charge is not cached). Changes made by another process
+// sharing the store are seen within ttl (latest lists: 30 ttl, see
+// latestTTLFactor). Enforcement never reads the cache: the cap is checked
+// by the store inside the charging transaction.
 //
 // What staleness can do (other processes only, at most ttl): a token revoked
 // elsewhere keeps working here for up to ttl; a sticky GET can re-serve the
@@ -30,6 +32,7 @@ type cacheStore struct {
 
 	mu     sync.RWMutex
 	tokGen uint64 // bumped by PutToken and RevokeToken
+	spGen  uint64 // bumped by every ChargeBatch
 	tokens map[string]cached[[]byte]
 	latest map[latestKey]cached[ledger.Release]
 	spend  map[string]cached[ledger.Spend]
@@ -188,12 +191,17 @@ func (c *cacheStore) cachedBudget(ctx context.Context, user string) (ledger.Spen
 	if sp, ok := get(c, c.spend, user); ok {
 		return sp, nil
 	}
+	c.mu.RLock()
+	gen := c.spGen
+	c.mu.RUnlock()
 	sp, err := c.Store.Budget(ctx, user)
 	if err != nil {
 		return sp, err
 	}
 	c.mu.Lock()
-	put(c, c.spend, user, sp)
+	if gen == c.spGen { // no charge through this process since the read began
+		put(c, c.spend, user, sp)
+	}
 	c.mu.Unlock()
 	return sp, nil
 }
@@ -210,6 +218,7 @@ func (c *cacheStore) ChargeBatch(ctx context.Context, rs []ledger.Release, cp le
 	res, err := c.Store.ChargeBatch(ctx, rs, cp)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.spGen++
 	if err != nil {
 		// The outcome may be unknown: forget what these users' reads said.
 		for _, r := range rs {
@@ -221,7 +230,20 @@ func (c *cacheStore) ChargeBatch(ctx context.Context, rs []ledger.Release, cp le
 		if x.Err != nil || x.Release.ID == 0 {
 			continue
 		}
-		delete(c.spend, x.Release.User)
+		if e, ok := c.spend[x.Release.User]; ok && x.Fresh && time.Now().Before(e.exp) {
+			// The store added this release to the totals it read: do the
+			// same here, in the same order (charges through this process
+			// are serialised by the store), instead of reading them again.
+			e.v.Spent += x.Release.Cost
+			e.v.Rho += x.Release.Rho
+			e.v.Releases++
+			if x.Release.Seeded {
+				e.v.Seeded++
+			}
+			c.spend[x.Release.User] = e
+		} else if x.Fresh {
+			delete(c.spend, x.Release.User)
+		}
 		key := latestKey{x.Release.User, x.Release.Model, x.Release.K}
 		if cur, ok := c.latest[key]; !ok || cur.v.ID < x.Release.ID {
 			c.putLatest(key, x.Release)

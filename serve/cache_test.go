@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -11,11 +12,20 @@ import (
 	"github.com/dplp/dplp/ledger"
 )
 
-// countingStore records the users each LatestBatch asks the store for.
+// countingStore records the users each LatestBatch asks the store for,
+// and counts Budget reads.
 type countingStore struct {
 	ledger.Store
-	mu    sync.Mutex
-	asked [][]string
+	mu      sync.Mutex
+	asked   [][]string
+	budgets int
+}
+
+func (s *countingStore) Budget(ctx context.Context, user string) (ledger.Spend, error) {
+	s.mu.Lock()
+	s.budgets++
+	s.mu.Unlock()
+	return s.Store.Budget(ctx, user)
 }
 
 func (s *countingStore) LatestBatch(ctx context.Context, users []string, model string, k int) (map[string]ledger.Release, error) {
@@ -76,5 +86,43 @@ func TestCacheLatestBatch(t *testing.T) {
 	got, err = c.LatestBatch(ctx, []string{"a"}, "m", 1)
 	if err != nil || got["a"].List[0] != "x2" {
 		t.Fatalf("after expiry: %+v %v, want the newer list x2", got, err)
+	}
+}
+
+// Fresh charges through the cache update the cached budget exactly as the
+// store does, without reading it again; an idempotent replay changes
+// nothing.
+func TestCacheBudgetFollowsCharges(t *testing.T) {
+	ctx := context.Background()
+	base, err := ledger.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "l.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	cs := &countingStore{Store: base}
+	c := newCacheStore(cs, time.Hour, 100)
+	if _, err := c.cachedBudget(ctx, "u"); err != nil { // caches zero totals
+		t.Fatal(err)
+	}
+	costs := []float64{0.1, 0.2, 0.3, 1.0 / 3, 0.7}
+	for i, cost := range costs {
+		r := ledger.Release{User: "u", Model: "m", K: 1, EpsP: cost, Cost: cost, Rho: cost * cost / 2, List: []string{"x"}, IdemKey: fmt.Sprint(i)}
+		if _, err := c.ChargeBatch(ctx, []ledger.Release{r, r}, ledger.Unlimited); err != nil { // the second is a replay
+			t.Fatal(err)
+		}
+	}
+	got, err := c.cachedBudget(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := base.Budget(ctx, "u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want || got.Releases != len(costs) {
+		t.Fatalf("cached budget %+v, store %+v", got, want)
+	}
+	if cs.budgets != 1 {
+		t.Fatalf("%d budget reads reached the store, want 1", cs.budgets)
 	}
 }
