@@ -145,6 +145,7 @@ func (r *runner) oneReference(split *protocol.Split, u *unit, m refdplp.Method, 
 	res.Noise = RefNoiseNote
 	res.EpsEffMedian, res.EpsEffMax = finitePtr(er.EpsEffMedian), finitePtr(er.EpsEffMax)
 	res.NoiseMultiplier = finitePtr(er.Multiplier)
+	res.ROCAUC = finitePtr(er.ROCAUC)
 	mt := er.Mean
 	for _, x := range []float64{mt.AUC, mt.Precision, mt.Recall, mt.NDCG, mt.MAP, mt.MRR, mt.Hits} {
 		if math.IsNaN(x) || math.IsInf(x, 0) {

@@ -99,7 +99,7 @@ func TestRefDPLPRows(t *testing.T) {
 		if r.EpsEffMedian == nil || r.EpsEffMax == nil || r.NoiseMultiplier == nil || *r.EpsEffMax < *r.EpsEffMedian || *r.EpsEffMedian < 0 {
 			t.Fatalf("%s row without a consistent audit: %+v", r.Method, r.Result)
 		}
-		if r.Queries <= 0 || r.AUC < 0 || r.AUC > 1 || r.EpsSpent != nil || r.TrainSeconds <= 0 {
+		if r.Queries <= 0 || r.AUC < 0 || r.AUC > 1 || r.EpsSpent != nil || r.TrainSeconds <= 0 || r.ROCAUC == nil {
 			t.Fatalf("bad %s row %+v", r.Method, r.Result)
 		}
 		if r.Method == "dplp" && *r.NoiseMultiplier >= 0 {

@@ -42,6 +42,9 @@ type Result struct {
 	// DPLP-UMNN; for DPLP-Lin, whose noise is sum_j w_j G_j / e, the norm
 	// ||w||_2 (the Gumbel scale times e with the same standard deviation).
 	Multiplier float64
+	// ROCAUC is the mean full-list ROC-AUC of the noise-free utility over
+	// the queries with both labels (NaN when none has).
+	ROCAUC float64
 	// EpsEff are the effective eps per pick of the queries with noise (see
 	// Audit), in query order; EpsEffMedian and EpsEffMax summarise them
 	// (NaN when no query has noise).
@@ -176,6 +179,7 @@ func Evaluate(method Method, qs []EvalQuery, mod Models, k int, cfg Config) (Res
 		return Result{}, err
 	}
 	per := make([]metrics.TopK, len(qs))
+	roc := make([]float64, len(qs))
 	eff := make([]float64, len(qs))
 	sc := cfg.scale()
 	parallel(len(qs), func(i int) {
@@ -197,9 +201,15 @@ func Evaluate(method Method, qs []EvalQuery, mod Models, k int, cfg Config) (Res
 			pos bool
 		}
 		cs := make([]cand, n)
+		var pos, neg []float64
 		for p, s := range q.S {
 			j, _ := slices.BinarySearch(uniq, s)
 			y := util[j]
+			if q.Label[p] {
+				pos = append(pos, y)
+			} else {
+				neg = append(neg, y)
+			}
 			if q.Noisy {
 				y += sc * r.noise(ns, q.Q, q.IDs[p])
 			}
@@ -213,6 +223,7 @@ func Evaluate(method Method, qs []EvalQuery, mod Models, k int, cfg Config) (Res
 			rel[p] = cs[p].pos
 		}
 		per[i] = metrics.Evaluate(rel, q.NPos, k)
+		roc[i] = metrics.ROCAUC(pos, neg)
 		eff[i] = math.NaN()
 		if q.Noisy {
 			d := r.sensitivity(uniq, util, q.Delta, q.XMax, feat)
@@ -223,8 +234,12 @@ func Evaluate(method Method, qs []EvalQuery, mod Models, k int, cfg Config) (Res
 	if method == Lin {
 		res.Multiplier = rel0.b
 	}
+	var nroc int
 	for i := range per {
 		res.Mean.Add(per[i])
+		if !math.IsNaN(roc[i]) {
+			nroc++
+		}
 		if !qs[i].Noisy {
 			res.ZeroNoise++
 			continue
@@ -233,6 +248,9 @@ func Evaluate(method Method, qs []EvalQuery, mod Models, k int, cfg Config) (Res
 	}
 	if len(qs) > 0 {
 		res.Mean.Scale(1 / float64(len(qs)))
+	}
+	if res.ROCAUC = math.NaN(); nroc > 0 {
+		res.ROCAUC = rocSum(roc) / float64(nroc)
 	}
 	if len(res.EpsEff) > 0 {
 		s := slices.Clone(res.EpsEff)
@@ -245,4 +263,15 @@ func Evaluate(method Method, qs []EvalQuery, mod Models, k int, cfg Config) (Res
 		}
 	}
 	return res, nil
+}
+
+// rocSum adds the finite per-query ROC-AUCs in query order.
+func rocSum(roc []float64) float64 {
+	var s float64
+	for _, r := range roc {
+		if !math.IsNaN(r) {
+			s += r
+		}
+	}
+	return s
 }

@@ -304,7 +304,7 @@ func TestEvaluate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Mean.AUC != 1 || r.ZeroNoise != 30 || len(r.EpsEff) != 0 || !math.IsNaN(r.EpsEffMedian) {
+		if r.Mean.AUC != 1 || r.ROCAUC != 1 || r.ZeroNoise != 30 || len(r.EpsEff) != 0 || !math.IsNaN(r.EpsEffMedian) {
 			t.Fatalf("%s without noise: %+v", m, r)
 		}
 	}
