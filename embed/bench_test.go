@@ -1,6 +1,7 @@
 package embed
 
 import (
+	"context"
 	"testing"
 
 	"github.com/dplp/dplp/randx"
@@ -11,7 +12,7 @@ import (
 func BenchmarkNode2VecFacebook(b *testing.B) {
 	g := loadDataset(b, "facebook.txt")
 	for b.Loop() {
-		if _, err := Node2Vec(g, DefaultNode2Vec(), randx.Seeded(1), nil); err != nil {
+		if _, err := Node2Vec(context.Background(), g, DefaultNode2Vec(), randx.Seeded(1), nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -21,7 +22,7 @@ func BenchmarkNode2VecFacebook(b *testing.B) {
 func BenchmarkStruc2VecFacebook(b *testing.B) {
 	g := loadDataset(b, "facebook.txt")
 	for b.Loop() {
-		if _, err := Struc2Vec(g, DefaultStruc2Vec(), randx.Seeded(1), nil); err != nil {
+		if _, err := Struc2Vec(context.Background(), g, DefaultStruc2Vec(), randx.Seeded(1), nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package embed
 
 import (
+	"context"
 	"runtime"
 	"slices"
 	"testing"
@@ -29,14 +30,14 @@ func TestDeterministicAcrossGOMAXPROCS(t *testing.T) {
 			c := DefaultDeepWalk()
 			c.Walk = WalkConfig{WalksPerNode: 4, WalkLength: 20}
 			c.SkipGram = small(c.SkipGram)
-			return DeepWalk(g, c, randx.Seeded(7), nil)
+			return DeepWalk(context.Background(), g, c, randx.Seeded(7), nil)
 		},
 		"node2vec": func(g *graph.Graph) (*Embedding, error) {
 			c := DefaultNode2Vec()
 			c.P, c.Q = 0.5, 2
 			c.Walk = WalkConfig{WalksPerNode: 4, WalkLength: 20}
 			c.SkipGram = small(c.SkipGram)
-			return Node2Vec(g, c, randx.Seeded(7), nil)
+			return Node2Vec(context.Background(), g, c, randx.Seeded(7), nil)
 		},
 		"struc2vec": func(g *graph.Graph) (*Embedding, error) {
 			c := DefaultStruc2Vec()
@@ -44,7 +45,7 @@ func TestDeterministicAcrossGOMAXPROCS(t *testing.T) {
 			c.Walk = WalkConfig{WalksPerNode: 2, WalkLength: 10}
 			c.SkipGram = small(c.SkipGram)
 			c.SkipGram.Epochs = 2
-			return Struc2Vec(g, c, randx.Seeded(7), nil)
+			return Struc2Vec(context.Background(), g, c, randx.Seeded(7), nil)
 		},
 	}
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))

@@ -1,6 +1,9 @@
 package embed
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -35,25 +38,25 @@ func smallSkipGram() SkipGramConfig {
 
 type method struct {
 	name string
-	run  func(g *graph.Graph, seed uint64, progress func(int, int)) (*Embedding, error)
+	run  func(ctx context.Context, g *graph.Graph, seed uint64, progress func(int, int)) (*Embedding, error)
 }
 
 func methods() []method {
 	wc := WalkConfig{WalksPerNode: 10, WalkLength: 20}
 	return []method{
-		{"DeepWalk", func(g *graph.Graph, seed uint64, pr func(int, int)) (*Embedding, error) {
-			return DeepWalk(g, DeepWalkConfig{Walk: wc, SkipGram: smallSkipGram()}, randx.Seeded(seed), pr)
+		{"DeepWalk", func(ctx context.Context, g *graph.Graph, seed uint64, pr func(int, int)) (*Embedding, error) {
+			return DeepWalk(ctx, g, DeepWalkConfig{Walk: wc, SkipGram: smallSkipGram()}, randx.Seeded(seed), pr)
 		}},
-		{"Node2Vec", func(g *graph.Graph, seed uint64, pr func(int, int)) (*Embedding, error) {
-			return Node2Vec(g, Node2VecConfig{P: 0.5, Q: 2, Walk: wc, SkipGram: smallSkipGram()}, randx.Seeded(seed), pr)
+		{"Node2Vec", func(ctx context.Context, g *graph.Graph, seed uint64, pr func(int, int)) (*Embedding, error) {
+			return Node2Vec(ctx, g, Node2VecConfig{P: 0.5, Q: 2, Walk: wc, SkipGram: smallSkipGram()}, randx.Seeded(seed), pr)
 		}},
-		{"Node2VecUniform", func(g *graph.Graph, seed uint64, pr func(int, int)) (*Embedding, error) {
-			return Node2Vec(g, Node2VecConfig{P: 1, Q: 1, Walk: wc, SkipGram: smallSkipGram()}, randx.Seeded(seed), pr)
+		{"Node2VecUniform", func(ctx context.Context, g *graph.Graph, seed uint64, pr func(int, int)) (*Embedding, error) {
+			return Node2Vec(ctx, g, Node2VecConfig{P: 1, Q: 1, Walk: wc, SkipGram: smallSkipGram()}, randx.Seeded(seed), pr)
 		}},
-		{"Struc2Vec", func(g *graph.Graph, seed uint64, pr func(int, int)) (*Embedding, error) {
+		{"Struc2Vec", func(ctx context.Context, g *graph.Graph, seed uint64, pr func(int, int)) (*Embedding, error) {
 			c := DefaultStruc2Vec()
 			c.SkipGram = smallSkipGram()
-			return Struc2Vec(g, c, randx.Seeded(seed), pr)
+			return Struc2Vec(ctx, g, c, randx.Seeded(seed), pr)
 		}},
 	}
 }
@@ -62,12 +65,12 @@ func TestDeterministicForSeed(t *testing.T) {
 	g := plantedPartition(t, 80, 0.2, 0.02, 1)
 	for _, m := range methods() {
 		t.Run(m.name, func(t *testing.T) {
-			a, err := m.run(g, 3, nil)
+			a, err := m.run(context.Background(), g, 3, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _ := m.run(g, 3, nil)
-			c, _ := m.run(g, 4, nil)
+			b, _ := m.run(context.Background(), g, 3, nil)
+			c, _ := m.run(context.Background(), g, 4, nil)
 			if a.N != g.N() || a.Dim != 16 || len(a.Vec) != a.N*a.Dim {
 				t.Fatalf("shape N=%d Dim=%d len=%d", a.N, a.Dim, len(a.Vec))
 			}
@@ -93,7 +96,7 @@ func TestCommunitiesSeparate(t *testing.T) {
 			continue
 		}
 		t.Run(m.name, func(t *testing.T) {
-			e, err := m.run(g, 1, nil)
+			e, err := m.run(context.Background(), g, 1, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +129,7 @@ func TestProgress(t *testing.T) {
 	for _, m := range methods() {
 		t.Run(m.name, func(t *testing.T) {
 			last, total, calls := 0, -1, 0
-			_, err := m.run(g, 1, func(done, tot int) {
+			_, err := m.run(context.Background(), g, 1, func(done, tot int) {
 				calls++
 				if total == -1 {
 					total = tot
@@ -146,11 +149,51 @@ func TestProgress(t *testing.T) {
 	}
 }
 
+// TestCancelStops cancels each method from its progress callback, at the
+// first report and at the first report past half the work (training), and
+// before the call: the method returns context.Canceled and no embedding,
+// and reports nothing more (one worker, so nothing was in flight).
+func TestCancelStops(t *testing.T) {
+	g := plantedPartition(t, 40, 0.3, 0.05, 3)
+	for _, m := range methods() {
+		for _, at := range []float64{0, 0.5} {
+			t.Run(fmt.Sprintf("%s/at%v", m.name, at), func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				cancelled, after := false, 0
+				e, err := m.run(ctx, g, 1, func(done, total int) {
+					if cancelled {
+						after++
+					} else if float64(done) > at*float64(total) {
+						cancel()
+						cancelled = true
+					}
+				})
+				if !errors.Is(err, context.Canceled) || e != nil {
+					t.Fatalf("embedding %v, err %v; want context.Canceled", e != nil, err)
+				}
+				if !cancelled || after != 0 {
+					t.Errorf("cancelled %v, %d reports after cancelling", cancelled, after)
+				}
+			})
+		}
+		t.Run(m.name+"/before", func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			reports := 0
+			e, err := m.run(ctx, g, 1, func(int, int) { reports++ })
+			if !errors.Is(err, context.Canceled) || e != nil || reports != 0 {
+				t.Fatalf("embedding %v, err %v, %d reports; want context.Canceled and nothing run", e != nil, err, reports)
+			}
+		})
+	}
+}
+
 func TestGraphWithIsolatedNodes(t *testing.T) {
 	g := mustGraph(t, 6, [][2]int32{{0, 1}, {1, 2}, {2, 0}})
 	g = g.Without(func(u, v int32) bool { return false })
 	for _, m := range methods() {
-		e, err := m.run(g, 1, nil)
+		e, err := m.run(context.Background(), g, 1, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", m.name, err)
 		}
@@ -161,7 +204,7 @@ func TestGraphWithIsolatedNodes(t *testing.T) {
 	// No edges at all (possible after removing held-out edges).
 	empty := g.Without(func(u, v int32) bool { return true })
 	for _, m := range methods() {
-		if _, err := m.run(empty, 1, nil); err != nil {
+		if _, err := m.run(context.Background(), empty, 1, nil); err != nil {
 			t.Fatalf("%s on edgeless graph: %v", m.name, err)
 		}
 	}
@@ -172,23 +215,23 @@ func TestMethodErrors(t *testing.T) {
 	r := randx.Seeded(1)
 	dw := DefaultDeepWalk()
 	dw.Walk.WalksPerNode = 0
-	if _, err := DeepWalk(g, dw, r, nil); err == nil {
+	if _, err := DeepWalk(context.Background(), g, dw, r, nil); err == nil {
 		t.Error("DeepWalk: zero walks accepted")
 	}
-	if _, err := DeepWalk(nil, DefaultDeepWalk(), r, nil); err == nil {
+	if _, err := DeepWalk(context.Background(), nil, DefaultDeepWalk(), r, nil); err == nil {
 		t.Error("DeepWalk: nil graph accepted")
 	}
 	nv := DefaultNode2Vec()
 	nv.Q = -1
-	if _, err := Node2Vec(g, nv, r, nil); err == nil {
+	if _, err := Node2Vec(context.Background(), g, nv, r, nil); err == nil {
 		t.Error("Node2Vec: q < 0 accepted")
 	}
 	nv = DefaultNode2Vec()
 	nv.SkipGram.Window = 0
-	if _, err := Node2Vec(g, nv, r, nil); err == nil {
+	if _, err := Node2Vec(context.Background(), g, nv, r, nil); err == nil {
 		t.Error("Node2Vec: window 0 accepted")
 	}
-	if _, err := Node2Vec(g, DefaultNode2Vec(), nil, nil); err == nil {
+	if _, err := Node2Vec(context.Background(), g, DefaultNode2Vec(), nil, nil); err == nil {
 		t.Error("Node2Vec: nil rand accepted")
 	}
 }
@@ -207,11 +250,11 @@ func TestNode2VecUniformIsDeepWalk(t *testing.T) {
 	dw.SkipGram = smallSkipGram()
 	nv := DefaultNode2Vec()
 	nv.SkipGram = smallSkipGram()
-	a, err := DeepWalk(g, dw, randx.Seeded(5), nil)
+	a, err := DeepWalk(context.Background(), g, dw, randx.Seeded(5), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Node2Vec(g, nv, randx.Seeded(5), nil)
+	b, err := Node2Vec(context.Background(), g, nv, randx.Seeded(5), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

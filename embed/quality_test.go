@@ -1,6 +1,7 @@
 package embed
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -141,9 +142,13 @@ func TestLinkPredictionQuality(t *testing.T) {
 			name string
 			run  func() (*Embedding, error)
 		}
-		runs := []run{{"Node2Vec", func() (*Embedding, error) { return Node2Vec(train, DefaultNode2Vec(), randx.Seeded(1), nil) }}}
+		runs := []run{{"Node2Vec", func() (*Embedding, error) {
+			return Node2Vec(context.Background(), train, DefaultNode2Vec(), randx.Seeded(1), nil)
+		}}}
 		if ds.file == "usair.txt" {
-			runs = append(runs, run{"DeepWalk", func() (*Embedding, error) { return DeepWalk(train, DefaultDeepWalk(), randx.Seeded(2), nil) }})
+			runs = append(runs, run{"DeepWalk", func() (*Embedding, error) {
+				return DeepWalk(context.Background(), train, DefaultDeepWalk(), randx.Seeded(2), nil)
+			}})
 		}
 		for _, m := range runs {
 			e, err := m.run()

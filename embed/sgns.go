@@ -29,7 +29,9 @@ const trainChunk = 32
 // is deterministic SGD over chunks of walks in order, or lock-free Hogwild
 // SGD with SkipGramConfig.Hogwild (see there).
 // progress (may be nil) is called with processed and total tokens.
-func SkipGram(n int, walks [][]int32, cfg SkipGramConfig, rng *rand.Rand, progress func(done, total int)) (*Embedding, error) {
+// Cancelling ctx stops training between chunks of trainChunk walks; SkipGram
+// then returns ctx.Err() and no embedding.
+func SkipGram(ctx context.Context, n int, walks [][]int32, cfg SkipGramConfig, rng *rand.Rand, progress func(done, total int)) (*Embedding, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -52,7 +54,7 @@ func SkipGram(n int, walks [][]int32, cfg SkipGramConfig, rng *rand.Rand, progre
 		tokens += len(w)
 	}
 	pm := newProgress(progress, tokens*cfg.Epochs)
-	return trainSkipGram(n, walks, tokens, cfg, rng.Uint64(), pm), nil
+	return trainSkipGram(ctx, n, walks, tokens, cfg, rng.Uint64(), pm)
 }
 
 type sgnsModel struct {
@@ -65,7 +67,9 @@ type sgnsModel struct {
 	tokens int // corpus size for one epoch
 }
 
-func trainSkipGram(n int, walks [][]int32, tokens int, cfg SkipGramConfig, seed uint64, pm *progressMeter) *Embedding {
+// trainSkipGram trains on walks; a cancelled ctx stops it between chunks
+// with ctx.Err().
+func trainSkipGram(ctx context.Context, n int, walks [][]int32, tokens int, cfg SkipGramConfig, seed uint64, pm *progressMeter) (*Embedding, error) {
 	dim := cfg.Dim
 	m := &sgnsModel{dim: dim, syn0: make([]float32, n*dim), syn1: make([]float32, n*dim), cfg: cfg, tokens: tokens}
 	ir := randx.Derive(seed, streamInit)
@@ -122,15 +126,22 @@ func trainSkipGram(n int, walks [][]int32, tokens int, cfg SkipGramConfig, seed 
 	for ep := 0; ep < cfg.Epochs; ep++ {
 		// Chunks own their generators and their slice of the schedule, so
 		// only Hogwild's lock-free updates depend on the workers.
-		par.Run(context.Background(), chunks, par.Options{Workers: workers}, newScratch, func(s *sgnsScratch, c int) error {
+		err := par.Run(ctx, chunks, par.Options{Workers: workers}, newScratch, func(s *sgnsScratch, c int) error {
 			r := randx.Derive(seed, streamTrain, uint64(ep), uint64(c))
 			done := ep*tokens + offset[c]
 			s.sen = m.trainChunk(walks[c*trainChunk:min((c+1)*trainChunk, len(walks))], done, r, s.neu1e, s.negs, s.sen)
 			pm.add(offset[c+1] - offset[c])
 			return nil
 		})
+		if err != nil {
+			return nil, err
+		}
 	}
-	return &Embedding{N: n, Dim: dim, Vec: m.syn0}
+	// Cancelled while the last chunks ran (or with no walks at all).
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return &Embedding{N: n, Dim: dim, Vec: m.syn0}, nil
 }
 
 // sgnsScratch is one training worker's scratch.

@@ -1,6 +1,8 @@
 package embed
 
 import (
+	"context"
+	"errors"
 	"math"
 	"testing"
 
@@ -107,22 +109,42 @@ func TestSkipGramErrors(t *testing.T) {
 	for i, f := range bad {
 		c := good
 		f(&c)
-		if _, err := SkipGram(3, walks, c, r, nil); err == nil {
+		if _, err := SkipGram(context.Background(), 3, walks, c, r, nil); err == nil {
 			t.Errorf("bad config %d: no error", i)
 		}
 	}
-	if _, err := SkipGram(2, walks, good, r, nil); err == nil {
+	if _, err := SkipGram(context.Background(), 2, walks, good, r, nil); err == nil {
 		t.Error("out-of-range walk node: no error")
 	}
-	if _, err := SkipGram(3, walks, good, nil, nil); err == nil {
+	if _, err := SkipGram(context.Background(), 3, walks, good, nil, nil); err == nil {
 		t.Error("nil rand: no error")
 	}
-	if _, err := SkipGram(0, nil, good, r, nil); err == nil {
+	if _, err := SkipGram(context.Background(), 0, nil, good, r, nil); err == nil {
 		t.Error("zero nodes: no error")
 	}
 	// No pairs at all is fine: vectors stay at their initial values.
-	e, err := SkipGram(3, [][]int32{{0}, {1}}, good, r, nil)
+	e, err := SkipGram(context.Background(), 3, [][]int32{{0}, {1}}, good, r, nil)
 	if err != nil || e.N != 3 || e.Dim != good.Dim || len(e.Vec) != 3*good.Dim {
 		t.Errorf("trivial corpus: %v %+v", err, e)
+	}
+}
+
+func TestSkipGramCancel(t *testing.T) {
+	g := plantedPartition(t, 40, 0.3, 0.05, 3)
+	walks, err := UniformWalks(context.Background(), g, WalkConfig{WalksPerNode: 5, WalkLength: 10}, 1, randx.Seeded(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := smallSkipGram()
+	c.Epochs = 2
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reports := 0
+	e, err := SkipGram(ctx, g.N(), walks, c, randx.Seeded(1), func(int, int) {
+		reports++
+		cancel()
+	})
+	if !errors.Is(err, context.Canceled) || e != nil || reports != 1 {
+		t.Fatalf("embedding %v, err %v, %d reports; want context.Canceled after one", e != nil, err, reports)
 	}
 }

@@ -39,8 +39,10 @@ import (
 // (below layer 0, above the last layer holding u) are dropped and the rest
 // renormalised; the node is appended only on in-layer moves. The walks train
 // skip-gram as in DeepWalk. progress (may be nil) counts compared pairs,
-// then walk and training tokens.
-func Struc2Vec(g *graph.Graph, cfg Struc2VecConfig, rng *rand.Rand, progress func(done, total int)) (*Embedding, error) {
+// then walk and training tokens. Cancelling ctx stops the run between nodes
+// (ring sequences, distances), chunks of walks or training chunks; Struc2Vec
+// then returns ctx.Err() and no embedding.
+func Struc2Vec(ctx context.Context, g *graph.Graph, cfg Struc2VecConfig, rng *rand.Rand, progress func(done, total int)) (*Embedding, error) {
 	if err := checkAll(g, cfg.Walk, cfg.SkipGram, rng); err != nil {
 		return nil, err
 	}
@@ -56,6 +58,9 @@ func Struc2Vec(g *graph.Graph, cfg Struc2VecConfig, rng *rand.Rand, progress fun
 	if cfg.Candidates < 0 {
 		return nil, fmt.Errorf("embed: struc2vec candidates %d < 0", cfg.Candidates)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	seed := rng.Uint64()
 	workers := cfg.SkipGram.workers()
 	n := g.N()
@@ -68,15 +73,24 @@ func Struc2Vec(g *graph.Graph, cfg Struc2VecConfig, rng *rand.Rand, progress fun
 	nominal := n * cfg.Walk.WalksPerNode * cfg.Walk.WalkLength
 	pm := newProgress(progress, len(pairs.v)/2+nominal*(1+cfg.SkipGram.Epochs))
 
-	seqs := ringSequences(g, cfg.Layers, workers)
-	dist := structuralDistances(seqs, pairs, cfg.Layers, workers, pm)
+	seqs, err := ringSequences(ctx, g, cfg.Layers, workers)
+	if err != nil {
+		return nil, err
+	}
+	dist, err := structuralDistances(ctx, seqs, pairs, cfg.Layers, workers, pm)
+	if err != nil {
+		return nil, err
+	}
 	ml := buildLayers(pairs, dist, cfg.Layers)
-	walks := runWalks(n, cfg.Walk, workers, seed, ml.walker(cfg.StayProb), pm)
+	walks, err := runWalks(ctx, n, cfg.Walk, workers, seed, ml.walker(cfg.StayProb), pm)
+	if err != nil {
+		return nil, err
+	}
 	tokens := 0
 	for _, w := range walks {
 		tokens += len(w)
 	}
-	return trainSkipGram(n, walks, tokens, cfg.SkipGram, seed, pm), nil
+	return trainSkipGram(ctx, n, walks, tokens, cfg.SkipGram, seed, pm)
 }
 
 // degRun is a run of equal degrees in a sorted degree sequence (OPT1).
@@ -85,8 +99,9 @@ type degRun struct{ deg, count float64 }
 
 // ringSequences returns, for every node u, the compressed sorted degree
 // sequences of its rings R_0(u) = {u}, R_1(u), ... up to R_{layers-1}(u),
-// stopping at the first empty ring.
-func ringSequences(g *graph.Graph, layers, workers int) [][][]degRun {
+// stopping at the first empty ring. A cancelled ctx stops it between nodes
+// with ctx.Err().
+func ringSequences(ctx context.Context, g *graph.Graph, layers, workers int) ([][][]degRun, error) {
 	n := g.N()
 	out := make([][][]degRun, n)
 	type scratch struct {
@@ -94,7 +109,7 @@ func ringSequences(g *graph.Graph, layers, workers int) [][][]degRun {
 		ring, nxt, degs []int32
 	}
 	newScratch := func(int) *scratch { return &scratch{mark: make([]int32, n)} }
-	par.Run(context.Background(), n, par.Options{Workers: workers}, newScratch, func(sc *scratch, node int) error {
+	err := par.Run(ctx, n, par.Options{Workers: workers}, newScratch, func(sc *scratch, node int) error {
 		u := int32(node)
 		mark := sc.mark
 		ring, nxt, degs := append(sc.ring[:0], u), sc.nxt, sc.degs
@@ -133,7 +148,10 @@ func ringSequences(g *graph.Graph, layers, workers int) [][][]degRun {
 		out[u] = rs
 		return nil
 	})
-	return out
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // degCost is the OPT1 DTW cost between two degree runs.
@@ -252,11 +270,12 @@ func candidatePairs(g *graph.Graph, c int) *pairGraph {
 
 // structuralDistances returns, for each directed candidate slot p.v[i] of
 // node u, the distances f_0..f_{K-1}(u, v) for the layers where both rings
-// exist (dist[i]; shared between the two directions of a pair).
-func structuralDistances(seqs [][][]degRun, p *pairGraph, layers, workers int, pm *progressMeter) [][]float64 {
+// exist (dist[i]; shared between the two directions of a pair). A cancelled
+// ctx stops it between nodes with ctx.Err().
+func structuralDistances(ctx context.Context, seqs [][][]degRun, p *pairGraph, layers, workers int, pm *progressMeter) ([][]float64, error) {
 	n := len(seqs)
 	dist := make([][]float64, len(p.v))
-	par.Run(context.Background(), n, par.Options{Workers: workers}, func(int) *[]float64 { return new([]float64) }, func(row *[]float64, node int) error {
+	err := par.Run(ctx, n, par.Options{Workers: workers}, func(int) *[]float64 { return new([]float64) }, func(row *[]float64, node int) error {
 		u := int32(node)
 		done := 0
 		for i := p.off[u]; i < p.off[u+1]; i++ {
@@ -285,7 +304,10 @@ func structuralDistances(seqs [][][]degRun, p *pairGraph, layers, workers int, p
 		pm.add(done)
 		return nil
 	})
-	return dist
+	if err != nil {
+		return nil, err
+	}
+	return dist, nil
 }
 
 // multiLayer holds the struc2vec layer graphs: for layer k, node u's

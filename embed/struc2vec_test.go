@@ -1,6 +1,7 @@
 package embed
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -143,13 +144,31 @@ func bruteDistances(g *graph.Graph, layers int) func(u, v int32) []float64 {
 	}
 }
 
+func mustRings(t *testing.T, g *graph.Graph, layers, workers int) [][][]degRun {
+	t.Helper()
+	seqs, err := ringSequences(context.Background(), g, layers, workers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seqs
+}
+
+func mustDistances(t *testing.T, seqs [][][]degRun, p *pairGraph, layers, workers int) [][]float64 {
+	t.Helper()
+	dist, err := structuralDistances(context.Background(), seqs, p, layers, workers, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dist
+}
+
 func TestStructuralDistancesMatchBruteForce(t *testing.T) {
 	for seed := range uint64(6) {
 		g := randomGraph(t, 9, 0.25, seed) // sparse: several components and isolated nodes
 		for _, layers := range []int{1, 3, 6} {
 			p := candidatePairs(g, g.N()-1) // every pair
-			seqs := ringSequences(g, layers, 3)
-			dist := structuralDistances(seqs, p, layers, 3, nil)
+			seqs := mustRings(t, g, layers, 3)
+			dist := mustDistances(t, seqs, p, layers, 3)
 			brute := bruteDistances(g, layers)
 			for u := range int32(g.N()) {
 				if len(p.of(u)) != g.N()-1 {
@@ -238,9 +257,12 @@ func barbell(t testing.TB, m, path int) (*graph.Graph, func(int32) int32) {
 func TestStruc2VecWalksStayOnCandidates(t *testing.T) {
 	g, _ := barbell(t, 6, 3)
 	p := candidatePairs(g, 4)
-	seqs := ringSequences(g, 4, 2)
-	ml := buildLayers(p, structuralDistances(seqs, p, 4, 2, nil), 4)
-	walks := runWalks(g.N(), WalkConfig{WalksPerNode: 20, WalkLength: 12}, 2, 5, ml.walker(0.3), nil)
+	seqs := mustRings(t, g, 4, 2)
+	ml := buildLayers(p, mustDistances(t, seqs, p, 4, 2), 4)
+	walks, err := runWalks(context.Background(), g.N(), WalkConfig{WalksPerNode: 20, WalkLength: 12}, 2, 5, ml.walker(0.3), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, w := range walks {
 		if len(w) != 12 {
 			t.Fatalf("walk length %d", len(w))
@@ -258,8 +280,8 @@ func TestStruc2VecLayerStep(t *testing.T) {
 	// path, where f_0(u,v) = max/min degree ratio - 1.
 	g := mustGraph(t, 7, [][2]int32{{0, 1}, {0, 2}, {0, 3}, {0, 4}, {4, 5}, {5, 6}})
 	p := candidatePairs(g, g.N()-1)
-	seqs := ringSequences(g, 1, 1)
-	ml := buildLayers(p, structuralDistances(seqs, p, 1, 1, nil), 1)
+	seqs := mustRings(t, g, 1, 1)
+	ml := buildLayers(p, mustDistances(t, seqs, p, 1, 1), 1)
 	u := int32(4) // degree 2
 	nb := ml.nbr[0][u]
 	probs := make([]float64, len(nb))
@@ -293,7 +315,7 @@ func TestStruc2VecMirrorSimilarity(t *testing.T) {
 	cfg.SkipGram.Workers = 1
 	cfg.Walk = WalkConfig{WalksPerNode: 20, WalkLength: 20}
 	cfg.Candidates = g.N() - 1
-	e, err := Struc2Vec(g, cfg, randx.Seeded(4), nil)
+	e, err := Struc2Vec(context.Background(), g, cfg, randx.Seeded(4), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +358,7 @@ func TestStruc2VecErrors(t *testing.T) {
 	} {
 		c := DefaultStruc2Vec()
 		f(&c)
-		if _, err := Struc2Vec(g, c, r, nil); err == nil {
+		if _, err := Struc2Vec(context.Background(), g, c, r, nil); err == nil {
 			t.Errorf("bad config %d: no error", i)
 		}
 	}

@@ -35,7 +35,8 @@ type walkFunc func(start int32, r *rand.Rand, out []int32) int
 // runWalks generates cfg.WalksPerNode rounds of walks. Round r starts one walk
 // at every node, in an order given by a seeded permutation (as Node2Vec
 // shuffles nodes per round), so walk j = r*n + i starts at perm_r[i].
-func runWalks(n int, cfg WalkConfig, workers int, seed uint64, gen walkFunc, pm *progressMeter) [][]int32 {
+// Cancelling ctx stops it between chunks of walkChunk walks with ctx.Err().
+func runWalks(ctx context.Context, n int, cfg WalkConfig, workers int, seed uint64, gen walkFunc, pm *progressMeter) ([][]int32, error) {
 	total := n * cfg.WalksPerNode
 	L := cfg.WalkLength
 	starts := make([]int32, total)
@@ -50,7 +51,7 @@ func runWalks(n int, cfg WalkConfig, workers int, seed uint64, gen walkFunc, pm 
 	flat := make([]int32, total*L)
 	walks := make([][]int32, total)
 	chunks := (total + walkChunk - 1) / walkChunk
-	par.Run(context.Background(), chunks, par.Options{Workers: workers}, noState, func(_ struct{}, c int) error {
+	err := par.Run(ctx, chunks, par.Options{Workers: workers}, noState, func(_ struct{}, c int) error {
 		r := randx.Derive(seed, streamWalk, uint64(c))
 		lo, hi := c*walkChunk, min((c+1)*walkChunk, total)
 		for j := lo; j < hi; j++ {
@@ -60,14 +61,21 @@ func runWalks(n int, cfg WalkConfig, workers int, seed uint64, gen walkFunc, pm 
 		pm.add((hi - lo) * L)
 		return nil
 	})
-	return walks
+	if err == nil {
+		err = ctx.Err() // cancelled while the last chunks ran
+	}
+	if err != nil {
+		return nil, err
+	}
+	return walks, nil
 }
 
 // UniformWalks returns DeepWalk's walks: cfg.WalksPerNode rounds of uniform
 // random walks of cfg.WalkLength nodes from every node. A walk from an
 // isolated node has length 1. workers <= 0 means GOMAXPROCS; the result
-// depends only on rng's state, not on workers.
-func UniformWalks(g *graph.Graph, cfg WalkConfig, workers int, rng *rand.Rand) ([][]int32, error) {
+// depends only on rng's state, not on workers. Cancelling ctx stops the
+// walks between chunks; UniformWalks then returns ctx.Err() and no walks.
+func UniformWalks(ctx context.Context, g *graph.Graph, cfg WalkConfig, workers int, rng *rand.Rand) ([][]int32, error) {
 	if err := checkGraph(g); err != nil {
 		return nil, err
 	}
@@ -77,7 +85,7 @@ func UniformWalks(g *graph.Graph, cfg WalkConfig, workers int, rng *rand.Rand) (
 	if rng == nil {
 		return nil, errNilRand
 	}
-	return runWalks(g.N(), cfg, workerCount(workers), rng.Uint64(), uniformWalker(g), nil), nil
+	return runWalks(ctx, g.N(), cfg, workerCount(workers), rng.Uint64(), uniformWalker(g), nil)
 }
 
 // Node2VecWalks returns Node2Vec's second-order walks with return parameter p
@@ -87,8 +95,8 @@ func UniformWalks(g *graph.Graph, cfg WalkConfig, workers int, rng *rand.Rand) (
 //
 // Steps are drawn by exact rejection sampling (KnightKing, Yang et al. 2019)
 // instead of per-edge alias tables, which would need sum_v deg(v)^2 entries
-// (about 20M on Facebook). See n2vWalker.step.
-func Node2VecWalks(g *graph.Graph, p, q float64, cfg WalkConfig, workers int, rng *rand.Rand) ([][]int32, error) {
+// (about 20M on Facebook). See n2vWalker.step. ctx is as for UniformWalks.
+func Node2VecWalks(ctx context.Context, g *graph.Graph, p, q float64, cfg WalkConfig, workers int, rng *rand.Rand) ([][]int32, error) {
 	if err := checkGraph(g); err != nil {
 		return nil, err
 	}
@@ -101,7 +109,7 @@ func Node2VecWalks(g *graph.Graph, p, q float64, cfg WalkConfig, workers int, rn
 	if rng == nil {
 		return nil, errNilRand
 	}
-	return runWalks(g.N(), cfg, workerCount(workers), rng.Uint64(), node2vecWalker(g, p, q), nil), nil
+	return runWalks(ctx, g.N(), cfg, workerCount(workers), rng.Uint64(), node2vecWalker(g, p, q), nil)
 }
 
 func checkGraph(g *graph.Graph) error {

@@ -1,6 +1,8 @@
 package embed
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -159,7 +161,7 @@ func TestNode2VecStepDetectsBias(t *testing.T) {
 func TestUniformWalkSteps(t *testing.T) {
 	g := testGraph(t)
 	// Empirical distribution of the node after 1 in walks started at 1.
-	walks, err := UniformWalks(g, WalkConfig{WalksPerNode: 20000, WalkLength: 2}, 2, randx.Seeded(3))
+	walks, err := UniformWalks(context.Background(), g, WalkConfig{WalksPerNode: 20000, WalkLength: 2}, 2, randx.Seeded(3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +191,7 @@ func TestWalksValidAndReproducible(t *testing.T) {
 	for _, pq := range [][2]float64{{1, 1}, {0.5, 2}, {4, 0.25}} {
 		var ref [][]int32
 		for _, workers := range []int{1, 2, 5} {
-			walks, err := Node2VecWalks(g, pq[0], pq[1], cfg, workers, randx.Seeded(11))
+			walks, err := Node2VecWalks(context.Background(), g, pq[0], pq[1], cfg, workers, randx.Seeded(11))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,7 +227,7 @@ func TestWalksValidAndReproducible(t *testing.T) {
 func TestIsolatedNodeWalks(t *testing.T) {
 	g := mustGraph(t, 4, [][2]int32{{0, 1}, {1, 2}}) // node 3 isolated
 	for _, pq := range [][2]float64{{1, 1}, {2, 0.5}} {
-		walks, err := Node2VecWalks(g, pq[0], pq[1], WalkConfig{WalksPerNode: 2, WalkLength: 5}, 0, randx.Seeded(1))
+		walks, err := Node2VecWalks(context.Background(), g, pq[0], pq[1], WalkConfig{WalksPerNode: 2, WalkLength: 5}, 0, randx.Seeded(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,23 +244,36 @@ func TestWalkErrors(t *testing.T) {
 	good := WalkConfig{WalksPerNode: 1, WalkLength: 5}
 	r := randx.Seeded(1)
 	for name, f := range map[string]func() error{
-		"nil graph": func() error { _, err := UniformWalks(nil, good, 1, r); return err },
+		"nil graph": func() error { _, err := UniformWalks(context.Background(), nil, good, 1, r); return err },
 		"zero walks": func() error {
-			_, err := UniformWalks(g, WalkConfig{WalksPerNode: 0, WalkLength: 5}, 1, r)
+			_, err := UniformWalks(context.Background(), g, WalkConfig{WalksPerNode: 0, WalkLength: 5}, 1, r)
 			return err
 		},
 		"zero length": func() error {
-			_, err := Node2VecWalks(g, 1, 1, WalkConfig{WalksPerNode: 1, WalkLength: 0}, 1, r)
+			_, err := Node2VecWalks(context.Background(), g, 1, 1, WalkConfig{WalksPerNode: 1, WalkLength: 0}, 1, r)
 			return err
 		},
-		"p=0":      func() error { _, err := Node2VecWalks(g, 0, 1, good, 1, r); return err },
-		"q=NaN":    func() error { _, err := Node2VecWalks(g, 1, math.NaN(), good, 1, r); return err },
-		"q=Inf":    func() error { _, err := Node2VecWalks(g, 1, math.Inf(1), good, 1, r); return err },
-		"nil rand": func() error { _, err := UniformWalks(g, good, 1, nil); return err },
+		"p=0":      func() error { _, err := Node2VecWalks(context.Background(), g, 0, 1, good, 1, r); return err },
+		"q=NaN":    func() error { _, err := Node2VecWalks(context.Background(), g, 1, math.NaN(), good, 1, r); return err },
+		"q=Inf":    func() error { _, err := Node2VecWalks(context.Background(), g, 1, math.Inf(1), good, 1, r); return err },
+		"nil rand": func() error { _, err := UniformWalks(context.Background(), g, good, 1, nil); return err },
 	} {
 		if f() == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+func TestWalksCancelled(t *testing.T) {
+	g := testGraph(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	good := WalkConfig{WalksPerNode: 2, WalkLength: 5}
+	if w, err := UniformWalks(ctx, g, good, 2, randx.Seeded(1)); !errors.Is(err, context.Canceled) || w != nil {
+		t.Errorf("UniformWalks: %d walks, err %v; want context.Canceled", len(w), err)
+	}
+	if w, err := Node2VecWalks(ctx, g, 0.5, 2, good, 2, randx.Seeded(1)); !errors.Is(err, context.Canceled) || w != nil {
+		t.Errorf("Node2VecWalks: %d walks, err %v; want context.Canceled", len(w), err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package predict
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -24,8 +25,10 @@ type LPResult struct {
 // fraction of g's edges as positives and as many uniformly drawn non-edges
 // as negatives, fit the predictor on the remaining graph, and compute the
 // full-list ROC-AUC of its scores on the held-out pairs. It reports the mean
-// over seeds with a 95% confidence interval and the wall time.
-func EvalLP(g *graph.Graph, s Spec, holdout float64, seeds int, opt Options) (LPResult, error) {
+// over seeds with a 95% confidence interval and the wall time. Cancelling
+// ctx stops the evaluation (between seeds, and inside embedding training)
+// with ctx.Err().
+func EvalLP(ctx context.Context, g *graph.Graph, s Spec, holdout float64, seeds int, opt Options) (LPResult, error) {
 	if !(holdout > 0 && holdout < 1) {
 		return LPResult{}, fmt.Errorf("holdout must be in (0,1), got %v", holdout)
 	}
@@ -35,6 +38,9 @@ func EvalLP(g *graph.Graph, s Spec, holdout float64, seeds int, opt Options) (LP
 	start := time.Now()
 	var res LPResult
 	for i := 0; i < seeds; i++ {
+		if err := ctx.Err(); err != nil {
+			return LPResult{}, err
+		}
 		seed := opt.Seed + uint64(i)
 		rng := randx.Derive(seed, 0x6c70)
 		edges := g.EdgeList()
@@ -70,7 +76,7 @@ func EvalLP(g *graph.Graph, s Spec, holdout float64, seeds int, opt Options) (LP
 		}
 		o := opt
 		o.Seed = seed
-		sc, err := s.Fit(train, protect.Empty(n), o)
+		sc, err := s.Fit(ctx, train, protect.Empty(n), o)
 		if err != nil {
 			return LPResult{}, err
 		}

@@ -6,6 +6,7 @@
 package predict
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -70,7 +71,8 @@ func Parse(name string) (Spec, error) {
 // generator) and followed by a logistic classifier trained on g's edges
 // against as many sampled non-edges; its probability in [0, 1] is the score
 // (Delta_s = 1, S_max = 1). A score file is read against g's labels.
-func (s Spec) Fit(g *graph.Graph, p *protect.Set, opt Options) (*score.Scorer, error) {
+// Cancelling ctx stops embedding training (see Embed).
+func (s Spec) Fit(ctx context.Context, g *graph.Graph, p *protect.Set, opt Options) (*score.Scorer, error) {
 	if s.Triad {
 		return score.New(g, p, s.Kind)
 	}
@@ -85,7 +87,7 @@ func (s Spec) Fit(g *graph.Graph, p *protect.Set, opt Options) (*score.Scorer, e
 		}
 		return score.NewBounded(g, p, s.Name, lo, hi, fn)
 	}
-	emb, err := s.Embed(g, opt)
+	emb, err := s.Embed(ctx, g, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -96,8 +98,9 @@ func (s Spec) Fit(g *graph.Graph, p *protect.Set, opt Options) (*score.Scorer, e
 	return score.NewBounded(g, p, s.Name, 0, 1, clf.Prob)
 }
 
-// Embed trains the embedding method on g.
-func (s Spec) Embed(g *graph.Graph, opt Options) (*embed.Embedding, error) {
+// Embed trains the embedding method on g, reporting to opt.Progress.
+// Cancelling ctx stops training promptly; Embed then returns ctx.Err().
+func (s Spec) Embed(ctx context.Context, g *graph.Graph, opt Options) (*embed.Embedding, error) {
 	rng := randx.Derive(opt.Seed, 0x656d62)
 	switch s.Method {
 	case "node2vec":
@@ -111,25 +114,25 @@ func (s Spec) Embed(g *graph.Graph, opt Options) (*embed.Embedding, error) {
 		if opt.Dim > 0 {
 			c.SkipGram.Dim = opt.Dim
 		}
-		return embed.Node2Vec(g, c, rng, opt.Progress)
+		return embed.Node2Vec(ctx, g, c, rng, opt.Progress)
 	case "deepwalk":
 		c := embed.DefaultDeepWalk()
 		if opt.Dim > 0 {
 			c.SkipGram.Dim = opt.Dim
 		}
-		return embed.DeepWalk(g, c, rng, opt.Progress)
+		return embed.DeepWalk(ctx, g, c, rng, opt.Progress)
 	case "struc2vec":
 		c := embed.DefaultStruc2Vec()
 		if opt.Dim > 0 {
 			c.SkipGram.Dim = opt.Dim
 		}
-		return embed.Struc2Vec(g, c, rng, opt.Progress)
+		return embed.Struc2Vec(ctx, g, c, rng, opt.Progress)
 	case "line":
 		c := line.Defaults()
 		if opt.Dim > 0 {
 			c.Dim = opt.Dim
 		}
-		return line.Train(g, c, rng, opt.Progress)
+		return line.Train(ctx, g, c, rng, opt.Progress)
 	case "gcn":
 		c := gcn.Defaults()
 		if opt.Dim > 0 {
@@ -138,7 +141,7 @@ func (s Spec) Embed(g *graph.Graph, opt Options) (*embed.Embedding, error) {
 		if opt.Epochs > 0 {
 			c.Epochs = opt.Epochs
 		}
-		return gcn.Train(g, c, rng, opt.Progress)
+		return gcn.Train(ctx, g, c, rng, opt.Progress)
 	case "prune":
 		c := prune.Defaults()
 		if opt.Dim > 0 {
@@ -147,7 +150,7 @@ func (s Spec) Embed(g *graph.Graph, opt Options) (*embed.Embedding, error) {
 		if opt.Epochs > 0 {
 			c.Epochs = opt.Epochs
 		}
-		return prune.Train(g, c, rng, opt.Progress)
+		return prune.Train(ctx, g, c, rng, opt.Progress)
 	}
 	return nil, fmt.Errorf("predict: %s is not an embedding method", s.Name)
 }

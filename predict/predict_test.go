@@ -1,6 +1,8 @@
 package predict
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,7 +64,7 @@ func TestReadScores(t *testing.T) {
 			t.Fatal("lookup wrong")
 		}
 		s, _ := Parse("file:" + p)
-		sc, err := s.Fit(g, nil, Options{})
+		sc, err := s.Fit(context.Background(), g, nil, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -88,7 +90,7 @@ func TestEvalLPTriadsAndEmbeddings(t *testing.T) {
 	}
 	for _, n := range names {
 		s, _ := Parse(n)
-		res, err := EvalLP(lg.Graph, s, 0.1, 2, Options{Seed: 1, Epochs: 30})
+		res, err := EvalLP(context.Background(), lg.Graph, s, 0.1, 2, Options{Seed: 1, Epochs: 30})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,8 +100,31 @@ func TestEvalLPTriadsAndEmbeddings(t *testing.T) {
 			t.Fatalf("%s: %+v", n, res)
 		}
 	}
-	if _, err := EvalLP(lg.Graph, Spec{Name: "cn", Triad: true}, 1.5, 1, Options{}); err == nil {
+	if _, err := EvalLP(context.Background(), lg.Graph, Spec{Name: "cn", Triad: true}, 1.5, 1, Options{}); err == nil {
 		t.Fatal("holdout 1.5 accepted")
+	}
+}
+
+// TestFitStopsWhenCancelled cancels every embedding predictor from its
+// first progress report: Fit and EvalLP return context.Canceled. (Walks run
+// on all cores, so chunks in flight may still report; package embed checks
+// with one worker that nothing starts after the cancel.)
+func TestFitStopsWhenCancelled(t *testing.T) {
+	lg, err := gen.Latent(100, 2, 0.15, randx.Seeded(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range Embedding {
+		s, _ := Parse(name)
+		ctx, cancel := context.WithCancel(context.Background())
+		reports := 0
+		opt := Options{Seed: 1, Progress: func(int, int) { reports++; cancel() }}
+		if sc, err := s.Fit(ctx, lg.Graph, nil, opt); !errors.Is(err, context.Canceled) || sc != nil || reports == 0 {
+			t.Errorf("%s: Fit gave scorer %v, err %v after %d reports; want context.Canceled", name, sc != nil, err, reports)
+		}
+		if _, err := EvalLP(ctx, lg.Graph, s, 0.1, 2, opt); !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: EvalLP err %v; want context.Canceled", name, err)
+		}
 	}
 }
 

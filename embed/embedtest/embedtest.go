@@ -2,6 +2,8 @@
 package embedtest
 
 import (
+	"context"
+	"errors"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -54,5 +56,29 @@ func SameAcrossGOMAXPROCS(t *testing.T, fit func() ([]float32, error)) {
 		if !slices.Equal(vecs[0], vecs[i]) {
 			t.Errorf("run %d differs from the GOMAXPROCS=1 run", i)
 		}
+	}
+}
+
+// StopsWhenCancelled checks the cancellation contract of an embedding
+// trainer: cancelled from its progress callback at the first report, train
+// returns context.Canceled and no embedding, and reports nothing more (run
+// it with one worker, so that nothing is in flight); with a context
+// cancelled before the call it returns context.Canceled without a report.
+func StopsWhenCancelled(t *testing.T, train func(ctx context.Context, progress func(done, total int)) (*embed.Embedding, error)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reports := 0
+	e, err := train(ctx, func(int, int) {
+		reports++
+		cancel()
+	})
+	if !errors.Is(err, context.Canceled) || e != nil || reports != 1 {
+		t.Errorf("cancelled at the first report: embedding %v, err %v, %d reports; want context.Canceled after one", e != nil, err, reports)
+	}
+	reports = 0
+	e, err = train(ctx, func(int, int) { reports++ })
+	if !errors.Is(err, context.Canceled) || e != nil || reports != 0 {
+		t.Errorf("cancelled before the call: embedding %v, err %v, %d reports; want context.Canceled and no report", e != nil, err, reports)
 	}
 }

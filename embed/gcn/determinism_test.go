@@ -1,6 +1,7 @@
 package gcn
 
 import (
+	"context"
 	"testing"
 
 	"github.com/dplp/dplp/embed/embedtest"
@@ -18,7 +19,7 @@ func TestDeterministicAcrossGOMAXPROCS(t *testing.T) {
 	cfg := Defaults()
 	cfg.Epochs = 5
 	embedtest.SameAcrossGOMAXPROCS(t, func() ([]float32, error) {
-		e, err := Train(g, cfg, randx.Seeded(7), nil)
+		e, err := Train(context.Background(), g, cfg, randx.Seeded(7), nil)
 		if err != nil {
 			return nil, err
 		}

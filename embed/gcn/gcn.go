@@ -84,7 +84,9 @@ func (c Config) validate() error {
 
 // Train fits the autoencoder on g and returns Z. progress, if not nil,
 // receives the number of finished epochs and the total after each epoch.
-func Train(g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total int)) (*embed.Embedding, error) {
+// Cancelling ctx stops training within the current epoch (its row blocks
+// stop being handed out); Train then returns ctx.Err() and no embedding.
+func Train(ctx context.Context, g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total int)) (*embed.Embedding, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -94,11 +96,15 @@ func Train(g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total
 	if rng == nil {
 		return nil, errors.New("gcn: nil random source")
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	workers := cfg.Workers
 	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	m := newModel(g, cfg, workers, rng)
+	m.ctx = ctx
 	wdW1 := 0.0
 	if cfg.DecayIdentity {
 		wdW1 = cfg.WeightDecay
@@ -116,11 +122,17 @@ func Train(g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total
 		m.forward()
 		m.backward()
 		opt.Step(m.params(), m.grads())
+		if err := ctx.Err(); err != nil {
+			return nil, err // the epoch may have stopped half way
+		}
 		if progress != nil {
 			progress(ep+1, cfg.Epochs)
 		}
 	}
 	m.forward()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	e := embed.NewEmbedding(m.n, m.d)
 	for u := 0; u < m.n; u++ {
 		z := m.z[u*m.d : (u+1)*m.d]
@@ -188,7 +200,8 @@ func normAdj(g *graph.Graph) *csr {
 
 // model holds parameters, activations and gradients (row-major float64).
 type model struct {
-	n, h, d, k int // nodes, hidden, output, extra input features
+	ctx        context.Context // stops parallel's blocks (Train's context)
+	n, h, d, k int             // nodes, hidden, output, extra input features
 	workers    int
 	adj        *csr
 	g          *graph.Graph
@@ -210,7 +223,7 @@ type model struct {
 
 func newModel(g *graph.Graph, cfg Config, workers int, rng *rand.Rand) *model {
 	n, h, d := g.N(), cfg.Hidden, cfg.Dim
-	m := &model{n: n, h: h, d: d, workers: workers, adj: normAdj(g), g: g}
+	m := &model{ctx: context.Background(), n: n, h: h, d: d, workers: workers, adj: normAdj(g), g: g}
 	if cfg.DegreeFeatures {
 		m.k = 1
 		m.feat = make([]float64, n)
@@ -281,10 +294,12 @@ const chunk = 128
 func numChunks(n int) int { return (n + chunk - 1) / chunk }
 
 // parallel runs fn over row blocks [lo, hi) with block index c, on
-// m.workers goroutines (par.Run; one worker: in order on the caller).
+// m.workers goroutines (par.Run; one worker: in order on the caller). Once
+// m.ctx is cancelled no further block starts; Train looks at m.ctx after
+// every epoch and drops the half-done work.
 func (m *model) parallel(fn func(c, lo, hi int)) {
 	nc := numChunks(m.n)
-	par.Run(context.Background(), nc, par.Options{Workers: max(1, m.workers)}, noState, func(_ struct{}, c int) error {
+	_ = par.Run(m.ctx, nc, par.Options{Workers: max(1, m.workers)}, noState, func(_ struct{}, c int) error {
 		fn(c, c*chunk, min((c+1)*chunk, m.n))
 		return nil
 	})

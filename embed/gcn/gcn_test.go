@@ -1,6 +1,7 @@
 package gcn
 
 import (
+	"context"
 	"github.com/dplp/dplp/internal/numeric"
 	"math"
 	"math/rand/v2"
@@ -221,7 +222,7 @@ func TestDeterministicAcrossWorkers(t *testing.T) {
 	var ref []float32
 	for _, w := range []int{1, 2, 3} {
 		cfg.Workers = w
-		e, err := Train(g, cfg, randx.Seeded(5), nil)
+		e, err := Train(context.Background(), g, cfg, randx.Seeded(5), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +235,7 @@ func TestDeterministicAcrossWorkers(t *testing.T) {
 			t.Errorf("workers=%d: embedding differs from workers=1", w)
 		}
 	}
-	e, err := Train(g, cfg, randx.Seeded(6), nil)
+	e, err := Train(context.Background(), g, cfg, randx.Seeded(6), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +253,7 @@ func TestOutputOptions(t *testing.T) {
 	}
 	cfg := Defaults()
 	cfg.Epochs = 10
-	norm, err := Train(g, cfg, randx.Seeded(1), nil)
+	norm, err := Train(context.Background(), g, cfg, randx.Seeded(1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +267,7 @@ func TestOutputOptions(t *testing.T) {
 		}
 	}
 	cfg.Normalize = false
-	raw, err := Train(g, cfg, randx.Seeded(1), nil)
+	raw, err := Train(context.Background(), g, cfg, randx.Seeded(1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +283,7 @@ func TestOutputOptions(t *testing.T) {
 		}
 	}
 	cfg.DecayIdentity = true
-	decayed, err := Train(g, cfg, randx.Seeded(1), nil)
+	decayed, err := Train(context.Background(), g, cfg, randx.Seeded(1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,12 +314,12 @@ func TestConfigErrors(t *testing.T) {
 		{"zero negative ratio", g, mod(func(c *Config) { c.NegRatio = 0 }), randx.Seeded(1)},
 	}
 	for _, tc := range tests {
-		if _, err := Train(tc.g, tc.cfg, tc.rng, nil); err == nil {
+		if _, err := Train(context.Background(), tc.g, tc.cfg, tc.rng, nil); err == nil {
 			t.Errorf("%s: want an error", tc.name)
 		}
 	}
 	complete, _, _ := graph.FromEdges(3, []graph.Edge{{U: 0, V: 1}, {U: 1, V: 2}, {U: 0, V: 2}}, nil)
-	if _, err := Train(complete, Defaults(), randx.Seeded(1), nil); err == nil {
+	if _, err := Train(context.Background(), complete, Defaults(), randx.Seeded(1), nil); err == nil {
 		t.Error("complete graph (no negatives): want an error")
 	}
 }
@@ -326,7 +327,7 @@ func TestConfigErrors(t *testing.T) {
 func evalAUC(t testing.TB, g *graph.Graph, cfg Config, seed uint64, feat linkclf.Feature) float64 {
 	t.Helper()
 	return embedtest.EmbedAUC(t, g, seed, feat, func(g *graph.Graph, rng *rand.Rand) (*embed.Embedding, error) {
-		return Train(g, cfg, rng, nil)
+		return Train(context.Background(), g, cfg, rng, nil)
 	})
 }
 
@@ -380,8 +381,17 @@ func TestYeastAUC(t *testing.T) {
 func BenchmarkTrainFacebook(b *testing.B) {
 	g := loadDataset(b, "facebook.txt")
 	for b.Loop() {
-		if _, err := Train(g, Defaults(), randx.Seeded(1), nil); err != nil {
+		if _, err := Train(context.Background(), g, Defaults(), randx.Seeded(1), nil); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestStopsWhenCancelled(t *testing.T) {
+	g := tinyGraph(t)
+	cfg := Defaults()
+	cfg.Epochs, cfg.Workers = 3, 2
+	embedtest.StopsWhenCancelled(t, func(ctx context.Context, progress func(done, total int)) (*embed.Embedding, error) {
+		return Train(ctx, g, cfg, randx.Seeded(1), progress)
+	})
 }

@@ -1,6 +1,7 @@
 package line
 
 import (
+	"context"
 	"testing"
 
 	"github.com/dplp/dplp/embed/embedtest"
@@ -20,7 +21,7 @@ func TestDeterministicAcrossGOMAXPROCS(t *testing.T) {
 	cfg.Dim = 16
 	cfg.Samples = 100_000
 	embedtest.SameAcrossGOMAXPROCS(t, func() ([]float32, error) {
-		e, err := Train(g, cfg, randx.Seeded(7), nil)
+		e, err := Train(context.Background(), g, cfg, randx.Seeded(7), nil)
 		if err != nil {
 			return nil, err
 		}

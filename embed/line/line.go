@@ -133,11 +133,13 @@ func (c Config) validate() error {
 // initial vectors and one generator per worker are drawn from it). progress,
 // if not nil, receives the number of arcs sampled so far and the total budget,
 // from one goroutine, with done non-decreasing and ending at total.
-func Train(g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total int)) (*embed.Embedding, error) {
+// Cancelling ctx stops every worker within rhoEvery samples; Train then
+// returns ctx.Err() and no embedding.
+func Train(ctx context.Context, g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total int)) (*embed.Embedding, error) {
 	if g == nil || g.M() == 0 {
 		return nil, errors.New("line: graph has no edges")
 	}
-	return train(g, nil, cfg, rng, progress)
+	return train(ctx, g, nil, cfg, rng, progress)
 }
 
 // model holds the trained tables for one run.
@@ -182,12 +184,15 @@ func newSampler(g *graph.Graph, arcW []float64) *sampler {
 	return &sampler{arcs: sampling.NewAlias(w), src: src, adj: g.Adj, noise: sampling.NewAlias(deg)}
 }
 
-func train(g *graph.Graph, arcW []float64, cfg Config, rng *rand.Rand, progress func(done, total int)) (*embed.Embedding, error) {
+func train(ctx context.Context, g *graph.Graph, arcW []float64, cfg Config, rng *rand.Rand, progress func(done, total int)) (*embed.Embedding, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	if rng == nil {
 		return nil, errors.New("line: nil random source")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	n := g.N()
 	m := &model{n: n, d: cfg.Dim}
@@ -239,13 +244,16 @@ func train(g *graph.Graph, arcW []float64, cfg Config, rng *rand.Rand, progress 
 		rs[w] = rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
 	}
 	var done atomic.Int64
-	err := par.Team(context.Background(), workers, func(ctx context.Context, w int) error {
+	err := par.Team(ctx, workers, func(ctx context.Context, w int) error {
 		var prog func(done, total int)
 		if w == 0 {
 			prog = progress
 		}
 		return m.worker(ctx, s, cfg, rs[w], shares[w], total, &done, prog)
 	})
+	if err == nil {
+		err = ctx.Err() // cancelled after the last look
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package line
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -176,15 +177,15 @@ func TestDeterministicSingleWorker(t *testing.T) {
 	cfg.Samples = 10_000
 	for _, o := range []Order{Both, First, Second} {
 		cfg.Order = o
-		a, err := Train(g, cfg, randx.Seeded(5), nil)
+		a, err := Train(context.Background(), g, cfg, randx.Seeded(5), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := Train(g, cfg, randx.Seeded(5), nil)
+		b, err := Train(context.Background(), g, cfg, randx.Seeded(5), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := Train(g, cfg, randx.Seeded(6), nil)
+		c, err := Train(context.Background(), g, cfg, randx.Seeded(6), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +208,7 @@ func TestOutputNormalised(t *testing.T) {
 	cfg.Workers = 1
 	cfg.Samples = 20_000
 	cfg.Dim = 16
-	e, err := Train(g, cfg, randx.Seeded(1), nil)
+	e, err := Train(context.Background(), g, cfg, randx.Seeded(1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestProgress(t *testing.T) {
 	cfg.Workers = 1
 	cfg.Samples = 35_000
 	var last, calls int
-	_, err := Train(g, cfg, randx.Seeded(1), func(done, total int) {
+	_, err := Train(context.Background(), g, cfg, randx.Seeded(1), func(done, total int) {
 		if total != 35_000 || done < last || done > total {
 			t.Errorf("progress(%d, %d) after %d", done, total, last)
 		}
@@ -269,12 +270,12 @@ func TestConfigErrors(t *testing.T) {
 		{"zero budget", g, mod(func(c *Config) { c.SamplesPerArc, c.MinSamples = 0, 0 }), randx.Seeded(1)},
 	}
 	for _, tc := range tests {
-		if _, err := Train(tc.g, tc.cfg, tc.rng, nil); err == nil {
+		if _, err := Train(context.Background(), tc.g, tc.cfg, tc.rng, nil); err == nil {
 			t.Errorf("%s: want an error", tc.name)
 		}
 	}
 	// Odd dimensions are fine for a single order.
-	if _, err := Train(g, mod(func(c *Config) { c.Dim, c.Order, c.Samples = 7, First, 1000 }), randx.Seeded(1), nil); err != nil {
+	if _, err := Train(context.Background(), g, mod(func(c *Config) { c.Dim, c.Order, c.Samples = 7, First, 1000 }), randx.Seeded(1), nil); err != nil {
 		t.Errorf("odd dim, first order: %v", err)
 	}
 }
@@ -283,7 +284,7 @@ func TestConfigErrors(t *testing.T) {
 func evalAUC(t testing.TB, g *graph.Graph, cfg Config, seed uint64, feat linkclf.Feature) float64 {
 	t.Helper()
 	return embedtest.EmbedAUC(t, g, seed, feat, func(g *graph.Graph, rng *rand.Rand) (*embed.Embedding, error) {
-		return Train(g, cfg, rng, nil)
+		return Train(context.Background(), g, cfg, rng, nil)
 	})
 }
 
@@ -349,7 +350,7 @@ func benchTrain(b *testing.B, name string) {
 	}
 	cfg := Defaults()
 	for b.Loop() {
-		if _, err := Train(g, cfg, randx.Seeded(1), nil); err != nil {
+		if _, err := Train(context.Background(), g, cfg, randx.Seeded(1), nil); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -357,3 +358,13 @@ func benchTrain(b *testing.B, name string) {
 
 func BenchmarkTrainYeast(b *testing.B)    { benchTrain(b, "yeast.txt") }
 func BenchmarkTrainFacebook(b *testing.B) { benchTrain(b, "facebook.txt") }
+
+func TestStopsWhenCancelled(t *testing.T) {
+	g := smallGraph(t)
+	cfg := Defaults()
+	cfg.Workers = 1
+	cfg.Samples = 3 * rhoEvery
+	embedtest.StopsWhenCancelled(t, func(ctx context.Context, progress func(done, total int)) (*embed.Embedding, error) {
+		return Train(ctx, g, cfg, randx.Seeded(1), progress)
+	})
+}

@@ -1,6 +1,7 @@
 package prune
 
 import (
+	"context"
 	"testing"
 
 	"github.com/dplp/dplp/linkclf/lptest"
@@ -19,7 +20,7 @@ func benchEpoch(b *testing.B, name string) {
 	cfg := Defaults()
 	cfg.Epochs = 1
 	for b.Loop() {
-		if _, err := Train(g, cfg, randx.Seeded(1), nil); err != nil {
+		if _, err := Train(context.Background(), g, cfg, randx.Seeded(1), nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -27,6 +27,7 @@
 package prune
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"github.com/dplp/dplp/internal/numeric"
@@ -83,8 +84,9 @@ func (c Config) validate() error {
 // order drawn from rng; the last, partial mini-batch is kept (the reference
 // drops it, which would skip training entirely on graphs with fewer arcs
 // than a batch). progress, if not nil, receives the number of finished
-// epochs and the total after each epoch.
-func Train(g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total int)) (*embed.Embedding, error) {
+// epochs and the total after each epoch. Cancelling ctx stops training
+// between mini-batches; Train then returns ctx.Err() and no embedding.
+func Train(ctx context.Context, g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total int)) (*embed.Embedding, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -94,7 +96,10 @@ func Train(g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total
 	if rng == nil {
 		return nil, errors.New("prune: nil random source")
 	}
-	m, _ := fit(g, cfg, rng, progress)
+	m, _, err := fit(ctx, g, cfg, rng, progress)
+	if err != nil {
+		return nil, err
+	}
 	e := embed.NewEmbedding(g.N(), cfg.Dim)
 	for i, v := range m.emb {
 		e.Vec[i] = float32(v)
@@ -102,8 +107,12 @@ func Train(g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total
 	return e, nil
 }
 
-// fit trains the model on valid inputs.
-func fit(g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total int)) (*model, *arcs) {
+// fit trains the model on valid inputs; a cancelled ctx stops it between
+// mini-batches with ctx.Err().
+func fit(ctx context.Context, g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total int)) (*model, *arcs, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
 	arcs := newArcs(g, cfg.Alpha)
 	m := newModel(g.N(), cfg, rng)
 	opt := numeric.NewAdam(m.params(), cfg.LR, nil, true)
@@ -115,6 +124,9 @@ func fit(g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total i
 	for ep := 0; ep < cfg.Epochs; ep++ {
 		rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
 		for lo := 0; lo < len(perm); lo += cfg.Batch {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
 			b.load(arcs, perm[lo:min(lo+cfg.Batch, len(perm))])
 			m.zeroGrad()
 			m.forwardBackward(b)
@@ -124,7 +136,10 @@ func fit(g *graph.Graph, cfg Config, rng *rand.Rand, progress func(done, total i
 			progress(ep+1, cfg.Epochs)
 		}
 	}
-	return m, arcs
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err // cancelled during the last report
+	}
+	return m, arcs, nil
 }
 
 // arcs lists every arc with its endpoint degrees and PMI target.

@@ -1,6 +1,7 @@
 package prune
 
 import (
+	"context"
 	"github.com/dplp/dplp/internal/numeric"
 	"math"
 	"math/rand/v2"
@@ -200,15 +201,15 @@ func TestDeterministic(t *testing.T) {
 	cfg := Defaults()
 	cfg.Epochs = 3
 	cfg.Batch = 64
-	a, err := Train(g, cfg, randx.Seeded(5), nil)
+	a, err := Train(context.Background(), g, cfg, randx.Seeded(5), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Train(g, cfg, randx.Seeded(5), nil)
+	b, err := Train(context.Background(), g, cfg, randx.Seeded(5), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Train(g, cfg, randx.Seeded(6), nil)
+	c, err := Train(context.Background(), g, cfg, randx.Seeded(6), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +230,7 @@ func TestSmallGraphPartialBatch(t *testing.T) {
 	cfg := Defaults()
 	cfg.Epochs = 2
 	start := newModel(g.N(), cfg, randx.Seeded(1)).emb
-	e, err := Train(g, cfg, randx.Seeded(1), nil)
+	e, err := Train(context.Background(), g, cfg, randx.Seeded(1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +268,7 @@ func TestConfigErrors(t *testing.T) {
 		{"zero batch", g, mod(func(c *Config) { c.Batch = 0 }), randx.Seeded(1)},
 	}
 	for _, tc := range tests {
-		if _, err := Train(tc.g, tc.cfg, tc.rng, nil); err == nil {
+		if _, err := Train(context.Background(), tc.g, tc.cfg, tc.rng, nil); err == nil {
 			t.Errorf("%s: want an error", tc.name)
 		}
 	}
@@ -276,7 +277,7 @@ func TestConfigErrors(t *testing.T) {
 func evalAUC(t testing.TB, g *graph.Graph, cfg Config, seed uint64, feat linkclf.Feature) float64 {
 	t.Helper()
 	return embedtest.EmbedAUC(t, g, seed, feat, func(g *graph.Graph, rng *rand.Rand) (*embed.Embedding, error) {
-		return Train(g, cfg, rng, nil)
+		return Train(context.Background(), g, cfg, rng, nil)
 	})
 }
 
@@ -332,7 +333,10 @@ func TestObjectiveFit(t *testing.T) {
 	cfg.Epochs = 30
 	cfg.Hidden, cfg.Latent = 32, 16 // fast enough for the race detector
 	cfg.Lambda = 1                  // weigh the ranking term up so that both terms are fitted
-	m, a := fit(g, cfg, randx.Seeded(1), nil)
+	m, a, err := fit(context.Background(), g, cfg, randx.Seeded(1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var pis, degs, prox, pmi []float64
 	zs := make([][]float64, g.N())
 	for u := int32(0); u < int32(g.N()); u++ {
@@ -403,4 +407,13 @@ func TestYeastAUC(t *testing.T) {
 	if auc < 0.52 {
 		t.Errorf("yeast AUC %.4f, want >= 0.52 (better than chance)", auc)
 	}
+}
+
+func TestStopsWhenCancelled(t *testing.T) {
+	g := tinyGraph(t)
+	cfg := Defaults()
+	cfg.Epochs = 3
+	embedtest.StopsWhenCancelled(t, func(ctx context.Context, progress func(done, total int)) (*embed.Embedding, error) {
+		return Train(ctx, g, cfg, randx.Seeded(1), progress)
+	})
 }

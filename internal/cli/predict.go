@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"github.com/dplp/dplp/internal/predflags"
 
@@ -79,9 +80,9 @@ func (f *predFlags) options(desc string) (predict.Options, error) {
 	return o, nil
 }
 
-// fitScorer builds the named predictor's scorer on g, with a progress bar
-// for embedding training.
-func (f *predFlags) fit(name string, g *graph.Graph, p *protect.Set) (*score.Scorer, error) {
+// fit builds the named predictor's scorer on g, with a progress bar for
+// embedding training; cancelling ctx stops the training.
+func (f *predFlags) fit(ctx context.Context, name string, g *graph.Graph, p *protect.Set) (*score.Scorer, error) {
 	spec, err := predict.Parse(name)
 	if err != nil {
 		return nil, err
@@ -95,7 +96,7 @@ func (f *predFlags) fit(name string, g *graph.Graph, p *protect.Set) (*score.Sco
 		opt.Progress = fb.update
 		defer fb.finish()
 	}
-	return spec.Fit(g, p, opt)
+	return spec.Fit(ctx, g, p, opt)
 }
 
 // fitBar draws one progress bar over fits consecutive fits, each reporting
@@ -202,7 +203,7 @@ func (o *evalLPOptions) run(cmd *cobra.Command) error {
 		opt.Progress = fb.update
 		defer fb.finish()
 	}
-	res, err := predict.EvalLP(g, o.spec, o.holdout, o.seeds, opt)
+	res, err := predict.EvalLP(cmdContext(cmd), g, o.spec, o.holdout, o.seeds, opt)
 	if err != nil {
 		return err
 	}

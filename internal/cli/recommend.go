@@ -171,7 +171,7 @@ func (o *recOptions) recommender(cmd *cobra.Command, st ledger.Store, m *model.M
 	if err := o.predf.fromModel(cmd, m); err != nil {
 		return nil, "", fmt.Errorf("%s: %w", o.modelPath, err)
 	}
-	sc, err := o.predf.fit(m.Score, g, prot)
+	sc, err := o.predf.fit(cmdContext(cmd), m.Score, g, prot)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", o.modelPath, err)
 	}

@@ -117,7 +117,7 @@ func (o *scoreOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	sc, err := o.predf.fit(o.kind, g, prot)
+	sc, err := o.predf.fit(cmdContext(cmd), o.kind, g, prot)
 	if err != nil {
 		return err
 	}

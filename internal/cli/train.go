@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"math"
@@ -183,19 +182,15 @@ func (o *trainOptions) run(cmd *cobra.Command) error {
 		bar.Add(1)
 		fmt.Fprintf(errw, "epoch %3d  loss %.5f  held-out AUC %.4f\n", p.Epoch, p.Loss, p.HeldOutAUC)
 	}}
+	// An interrupt stops the predictor's and the transform's training
+	// promptly, with an error instead of a half-written model.
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt)
+	defer stop()
 	// The predictor is fitted on the public training graph only.
-	sc, err := o.predf.fit(o.kind, pairs.Train, pairs.Marks)
+	sc, err := o.predf.fit(ctx, o.kind, pairs.Train, pairs.Marks)
 	if err != nil {
 		return err
 	}
-	// An interrupt stops the training at the next few steps, with an error
-	// instead of a half-written model.
-	ctx := cmd.Context()
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
-	defer stop()
 	m, sum, err := deploy.Model(ctx, pairs, sc, o.spec.Name, string(o.v), o.eps, opt, o.seed)
 	bar.Finish()
 	if err != nil {

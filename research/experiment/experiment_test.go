@@ -766,8 +766,8 @@ func TestEmbeddingPredictor(t *testing.T) {
 	var refKinds []score.Kind
 	h := defaultHooks()
 	fit := h.fit
-	h.fit = func(spec predict.Spec, g *graph.Graph, p *protect.Set, opt predict.Options) (*score.Scorer, error) {
-		sc, err := fit(spec, g, p, opt)
+	h.fit = func(ctx context.Context, spec predict.Spec, g *graph.Graph, p *protect.Set, opt predict.Options) (*score.Scorer, error) {
+		sc, err := fit(ctx, spec, g, p, opt)
 		mu.Lock()
 		fits = append(fits, fitted{spec.Name, g})
 		mu.Unlock()

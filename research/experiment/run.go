@@ -31,7 +31,7 @@ import (
 type hooks struct {
 	load func(path string) (*graph.Graph, error)
 	// fit builds a predictor's scorer on g with marks p.
-	fit func(spec predict.Spec, g *graph.Graph, p *protect.Set, opt predict.Options) (*score.Scorer, error)
+	fit func(ctx context.Context, spec predict.Spec, g *graph.Graph, p *protect.Set, opt predict.Options) (*score.Scorer, error)
 	// eval releases and scores the split's lists; sc scores split.Test.
 	eval func(s *protocol.Split, sc *score.Scorer, cfg calib.Config, k int, seed uint64) (evaluate.Result, error)
 	// train trains a DPLP-family transform; sc scores split.Train.
@@ -44,7 +44,9 @@ func defaultHooks() hooks {
 			g, _, err := graph.ReadFile(path)
 			return g, err
 		},
-		fit:  predict.Spec.Fit,
+		fit: func(ctx context.Context, spec predict.Spec, g *graph.Graph, p *protect.Set, opt predict.Options) (*score.Scorer, error) {
+			return spec.Fit(ctx, g, p, opt)
+		},
 		eval: evaluate.RunScorer,
 		train: func(s *protocol.Split, sc *score.Scorer, name, variant string, eps float64, opt evaluate.TrainOptions, seed uint64) (calib.Transform, evaluate.TrainSummary, error) {
 			m, sum, err := evaluate.TrainModelFrom(s, sc, name, variant, eps, opt, seed)
@@ -312,7 +314,7 @@ func (r *runner) group(ctx context.Context, split *protocol.Split, us []*unit) e
 			// as for splits, so sigma sweeps share random draws.
 			opt.Seed = derivedSeed("fit", role, r.p.datasets[c.ds], c.pred.name, c.prot, c.seed)
 			t0 := time.Now()
-			e.sc, e.err = r.h.fit(c.pred.spec, g, pm, opt)
+			e.sc, e.err = r.h.fit(ctx, c.pred.spec, g, pm, opt)
 			if e.err == nil && e.sc == nil {
 				e.err = errors.New("no scorer returned")
 			}
