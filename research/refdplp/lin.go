@@ -1,10 +1,11 @@
 package refdplp
 
 import (
+	"context"
 	"math"
 	"runtime"
-	"sync"
 
+	"github.com/dplp/dplp/internal/par"
 	"github.com/dplp/dplp/transform"
 )
 
@@ -114,19 +115,13 @@ func linLoss(m *LinModel, w []float64, qs []*linQuery, margin float64, grad []fl
 				i += n
 			}
 		}
-		if nw == 1 {
-			block(0, 0, rows)
-			return
-		}
-		var wg sync.WaitGroup
-		for wk := range nw {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+		// One item per worker: block wk is the rows [wk rows/nw, (wk+1)
+		// rows/nw), and its scratch is sc.g[wk], whichever goroutine runs it.
+		_ = par.Run(context.Background(), nw, par.Options{Workers: nw}, func(int) struct{} { return struct{}{} },
+			func(_ struct{}, wk int) error {
 				block(wk, wk*rows/nw, (wk+1)*rows/nw)
-			}()
-		}
-		wg.Wait()
+				return nil
+			})
 	}
 	forEach(func(_ int, q *linQuery, p, i int) {
 		sc.y[i] = m.B + dot32(w, q.x[p*NumFeatures:(p+1)*NumFeatures])
