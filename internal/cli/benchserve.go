@@ -19,11 +19,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/dplp/dplp"
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/par"
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
@@ -255,8 +255,9 @@ func startBenchServer(ctx context.Context, o *benchServeOptions, adminTok string
 }
 
 // addUsers issues tokens to the first nUsers nodes with at least one
-// candidate and releases each one's sticky list once (untimed).
-func (s *benchSession) addUsers(g *graph.Graph, nUsers, conc int, adminTok string) error {
+// candidate and releases each one's sticky list once (untimed), conc
+// requests at a time (par.Run).
+func (s *benchSession) addUsers(ctx context.Context, g *graph.Graph, nUsers, conc int, adminTok string) error {
 	var labels []string
 	for u := 0; u < g.N() && len(labels) < nUsers; u++ {
 		if g.Degree(int32(u)) < g.N()-1 {
@@ -264,7 +265,8 @@ func (s *benchSession) addUsers(g *graph.Graph, nUsers, conc int, adminTok strin
 		}
 	}
 	s.clients = make([]benchClient, len(labels))
-	err := parallel(len(labels), conc, func(i int) error {
+	opt := par.Options{Workers: conc}
+	err := par.Run(ctx, len(labels), opt, noState, func(_ struct{}, i int) error {
 		body, _ := json.Marshal(map[string]string{"user": labels[i]})
 		var out struct{ Token string }
 		if err := benchDo(s.hc, "POST", s.base+"/v1/admin/users", adminTok, body, &out); err != nil {
@@ -276,7 +278,7 @@ func (s *benchSession) addUsers(g *graph.Graph, nUsers, conc int, adminTok strin
 	if err != nil {
 		return fmt.Errorf("issuing tokens: %w", err)
 	}
-	if err := parallel(len(s.clients), conc, func(i int) error {
+	if err := par.Run(ctx, len(s.clients), opt, noState, func(_ struct{}, i int) error {
 		return benchDo(s.hc, "GET", s.recURL(s.clients[i]), s.clients[i].token, nil, nil)
 	}); err != nil {
 		return fmt.Errorf("releasing sticky lists: %w", err)
@@ -285,8 +287,8 @@ func (s *benchSession) addUsers(g *graph.Graph, nUsers, conc int, adminTok strin
 }
 
 // phase times conc clients sending method requests to random users' lists.
-func (s *benchSession) phase(method string, conc int, dur time.Duration) phaseReport {
-	return loadPhase(conc, dur, func(rng *rand.Rand) error {
+func (s *benchSession) phase(ctx context.Context, method string, conc int, dur time.Duration) phaseReport {
+	return loadPhase(ctx, conc, dur, func(rng *rand.Rand) error {
 		c := s.clients[rng.IntN(len(s.clients))]
 		return benchDo(s.hc, method, s.recURL(c), c.token, nil, nil)
 	})
@@ -300,7 +302,7 @@ func benchServe(ctx context.Context, g *graph.Graph, o *benchServeOptions, stick
 		return nil, err
 	}
 	defer stop()
-	if err := s.addUsers(g, o.users, o.conc, adminTok); err != nil {
+	if err := s.addUsers(ctx, g, o.users, o.conc, adminTok); err != nil {
 		return nil, err
 	}
 	rep := &benchServeReport{Graph: o.graphPath, Nodes: g.N(), Edges: g.M(), K: o.k, Users: len(s.clients), Concurrency: o.conc,
@@ -320,11 +322,11 @@ func benchServe(ctx context.Context, g *graph.Graph, o *benchServeOptions, stick
 		defer pprof.StopCPUProfile()
 	}
 	if sticky {
-		rep.Sticky = s.phase("GET", o.conc, o.dur)
+		rep.Sticky = s.phase(ctx, "GET", o.conc, o.dur)
 	}
 	before := scrapeCommits(s.hc, s.base)
 	if fresh {
-		rep.Fresh = s.phase("POST", o.conc, o.dur)
+		rep.Fresh = s.phase(ctx, "POST", o.conc, o.dur)
 	}
 	after := scrapeCommits(s.hc, s.base)
 	if n := after[1] - before[1]; n > 0 {
@@ -392,76 +394,46 @@ func benchDo(hc *http.Client, method, url, token string, body []byte, out any) e
 	return nil
 }
 
-// parallel runs fn(0..n-1) on conc goroutines; the first error wins.
-func parallel(n, conc int, fn func(i int) error) error {
-	var next atomic.Int64
-	var first error
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for range min(conc, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := fn(i); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return first
-}
+// noState is par.Run's per-worker state for loops that need none.
+func noState(int) struct{} { return struct{}{} }
 
-// loadPhase runs op on conc goroutines for dur and summarises latencies.
-func loadPhase(conc int, dur time.Duration, op func(rng *rand.Rand) error) phaseReport {
+// loadPhase runs op on conc clients (par.Team) for dur, or until ctx is
+// cancelled, and summarises latencies. Client w draws from its own seeded
+// generator; failed requests are counted, not returned.
+func loadPhase(ctx context.Context, conc int, dur time.Duration, op func(rng *rand.Rand) error) phaseReport {
 	var mu sync.Mutex
 	var lat []time.Duration
 	var rep phaseReport
-	var wg sync.WaitGroup
 	start := time.Now()
 	deadline := start.Add(dur)
-	for w := range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := randx.Derive(uint64(w), 0x62656e6368)
-			local := make([]time.Duration, 0, 4096)
-			var ok, bad int64
-			var firstErr error
-			for time.Now().Before(deadline) {
-				t0 := time.Now()
-				err := op(rng)
-				local = append(local, time.Since(t0))
-				if err != nil {
-					bad++
-					if firstErr == nil {
-						firstErr = err
-					}
-				} else {
-					ok++
+	_ = par.Team(ctx, conc, func(ctx context.Context, w int) error {
+		rng := randx.Derive(uint64(w), 0x62656e6368)
+		local := make([]time.Duration, 0, 4096)
+		var ok, bad int64
+		var firstErr error
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			t0 := time.Now()
+			err := op(rng)
+			local = append(local, time.Since(t0))
+			if err != nil {
+				bad++
+				if firstErr == nil {
+					firstErr = err
 				}
+			} else {
+				ok++
 			}
-			mu.Lock()
-			lat = append(lat, local...)
-			rep.OK += ok
-			rep.Errors += bad
-			if firstErr != nil && rep.FirstError == "" {
-				rep.FirstError = firstErr.Error()
-			}
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+		}
+		mu.Lock()
+		lat = append(lat, local...)
+		rep.OK += ok
+		rep.Errors += bad
+		if firstErr != nil && rep.FirstError == "" {
+			rep.FirstError = firstErr.Error()
+		}
+		mu.Unlock()
+		return nil
+	})
 	rep.Seconds = time.Since(start).Seconds()
 	rep.Requests = int64(len(lat))
 	rep.Throughput = float64(rep.OK) / rep.Seconds
