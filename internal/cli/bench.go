@@ -71,12 +71,18 @@ func printBench(cmd *cobra.Command, asJSON bool, keys []string, vals map[string]
 	return p.flush()
 }
 
+// benchScoreOptions holds the flag values of bench score and, after
+// validate, the parsed score.
+type benchScoreOptions struct {
+	path, kind, qspec string
+	asJSON            bool
+	pf                protFlags
+
+	sk score.Kind
+}
+
 func newBenchScoreCmd() *cobra.Command {
-	var (
-		path, kind, qspec string
-		asJSON            bool
-		pf                protFlags
-	)
+	o := &benchScoreOptions{}
 	cmd := &cobra.Command{
 		Use:   "score --graph FILE --score S [--queries all|N] [--json]",
 		Short: "Time scoring of queries against all their candidates",
@@ -86,29 +92,42 @@ S_max, on all cores. Graph loading is not timed. Prints queries,
 candidate_pairs, wedges, seconds and pairs_per_second (JSON keys exactly these).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			k, err := score.ParseKind(kind)
-			if err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			sc, queries, err := benchScorer(cmd, path, &pf, qspec, k)
-			if err != nil {
-				return err
-			}
-			t, err := sc.Time(queries)
-			if err != nil {
-				return err
-			}
-			return printBench(cmd, asJSON, []string{"queries", "candidate_pairs", "wedges", "seconds", "pairs_per_second"},
-				map[string]any{"queries": t.Queries, "candidate_pairs": t.CandidatePairs, "wedges": t.Wedges, "seconds": t.Seconds, "pairs_per_second": float64(t.CandidatePairs) / t.Seconds})
+			return o.run(cmd)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&path, "graph", "", "edge list file")
-	f.StringVar(&kind, "score", "", "base score: cn, aa, ra, jc or pa")
-	f.StringVar(&qspec, "queries", "all", "all, or the number of queries (the first N nodes with candidates)")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object")
-	pf.register(cmd, "protect-seed")
+	o.register(cmd)
 	return cmd
+}
+
+func (o *benchScoreOptions) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.path, "graph", "", "edge list file")
+	f.StringVar(&o.kind, "score", "", "base score: cn, aa, ra, jc or pa")
+	f.StringVar(&o.qspec, "queries", "all", "all, or the number of queries (the first N nodes with candidates)")
+	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	o.pf.register(cmd, "protect-seed")
+}
+
+func (o *benchScoreOptions) validate() error {
+	var err error
+	o.sk, err = score.ParseKind(o.kind)
+	return err
+}
+
+func (o *benchScoreOptions) run(cmd *cobra.Command) error {
+	sc, queries, err := benchScorer(cmd, o.path, &o.pf, o.qspec, o.sk)
+	if err != nil {
+		return err
+	}
+	t, err := sc.Time(queries)
+	if err != nil {
+		return err
+	}
+	return printBench(cmd, o.asJSON, []string{"queries", "candidate_pairs", "wedges", "seconds", "pairs_per_second"},
+		map[string]any{"queries": t.Queries, "candidate_pairs": t.CandidatePairs, "wedges": t.Wedges, "seconds": t.Seconds, "pairs_per_second": float64(t.CandidatePairs) / t.Seconds})
 }
 
 // benchSampleOptions holds the flag values of bench sample and, after

@@ -100,9 +100,14 @@ type ledgerShowJSON struct {
 	TotalSpent float64          `json:"total_spent"`
 }
 
+// ledgerShowOptions holds the flag values of ledger show.
+type ledgerShowOptions struct {
+	store  string
+	asJSON bool
+}
+
 func newLedgerShowCmd() *cobra.Command {
-	var store string
-	var asJSON bool
+	o := &ledgerShowOptions{}
 	cmd := &cobra.Command{
 		Use:   "show --store S [--json]",
 		Short: "Print every user's spending",
@@ -113,34 +118,58 @@ no privacy guarantee; a warning is printed on stderr). With --json the output
 is exactly {"users": [{"user", "spent", "releases"}], "total_spent"}.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := openStore(cmd, store)
-			if err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
-			defer s.Close()
-			users, err := s.Users(cmdContext(cmd))
-			if err != nil {
-				return err
-			}
-			out := ledgerShowJSON{Users: []ledgerUserJSON{}}
-			seeded := 0
-			for _, u := range users {
-				out.Users = append(out.Users, ledgerUserJSON{u.User, u.Spent, u.Releases})
-				out.TotalSpent += u.Spent
-				seeded += u.Seeded
-			}
-			if seeded > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %d releases used a seeded noise generator: they have no privacy guarantee and must not be deployed\n", seeded)
-			}
-			if asJSON {
-				return printJSON(cmd.OutOrStdout(), out)
-			}
-			return printLedgerUsers(newPrinter(cmd.OutOrStdout(), formatTable), users, out.TotalSpent)
+			return o.run(cmd)
 		},
 	}
-	cmd.Flags().StringVar(&store, "store", "", storeHelp)
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"users": [{"user", "spent", "releases"}], "total_spent"}`)
+	o.register(cmd)
 	return cmd
+}
+
+func (o *ledgerShowOptions) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.store, "store", "", storeHelp)
+	cmd.Flags().BoolVar(&o.asJSON, "json", false, `print {"users": [{"user", "spent", "releases"}], "total_spent"}`)
+}
+
+func (o *ledgerShowOptions) validate() error {
+	if o.store == "" {
+		return errors.New("--store is required (" + storeHelp + ")")
+	}
+	return nil
+}
+
+func (o *ledgerShowOptions) run(cmd *cobra.Command) error {
+	s, err := openStore(cmd, o.store)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	users, err := s.Users(cmdContext(cmd))
+	if err != nil {
+		return err
+	}
+	out, seeded := ledgerShow(users)
+	if seeded > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %d releases used a seeded noise generator: they have no privacy guarantee and must not be deployed\n", seeded)
+	}
+	if o.asJSON {
+		return printJSON(cmd.OutOrStdout(), out)
+	}
+	return printLedgerUsers(newPrinter(cmd.OutOrStdout(), formatTable), users, out.TotalSpent)
+}
+
+// ledgerShow is the --json report of users' spending and the number of
+// releases that used a seeded noise generator.
+func ledgerShow(users []ledger.Spend) (out ledgerShowJSON, seeded int) {
+	out.Users = []ledgerUserJSON{}
+	for _, u := range users {
+		out.Users = append(out.Users, ledgerUserJSON{u.User, u.Spent, u.Releases})
+		out.TotalSpent += u.Spent
+		seeded += u.Seeded
+	}
+	return out, seeded
 }
 
 // printLedgerUsers prints the users table and the total.
