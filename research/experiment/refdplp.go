@@ -69,9 +69,8 @@ func (r *runner) refConfig(c cell) refdplp.Config {
 
 // oneReference trains and evaluates a cell with the authors' DPLP noise
 // (refMethod), caches its result and reports progress, as one does.
-func (r *runner) oneReference(split *protocol.Split, u *unit, m refdplp.Method, scorer func(cell, string) (*score.Scorer, error)) error {
+func (r *runner) oneReference(ctx context.Context, split *protocol.Split, u *unit, m refdplp.Method, scorer func(cell, string) (*score.Scorer, error)) error {
 	c := u.c
-	ctx := context.Background()
 	cfg := r.refConfig(c)
 	var data []refdplp.TrainQuery
 	trainData := func() ([]refdplp.TrainQuery, error) {

@@ -370,7 +370,7 @@ func (r *runner) group(ctx context.Context, split *protocol.Split, us []*unit) e
 		workers = DefaultWorkers
 	}
 	err := par.Run(ctx, len(us), par.Options{Workers: workers}, func(int) struct{} { return struct{}{} }, func(_ struct{}, i int) error {
-		return r.one(split, us[i], scorer, transform)
+		return r.one(ctx, split, us[i], scorer, transform)
 	})
 	if err != nil {
 		return err
@@ -379,7 +379,7 @@ func (r *runner) group(ctx context.Context, split *protocol.Split, us []*unit) e
 }
 
 // one evaluates a unit, caches its result and reports progress.
-func (r *runner) one(split *protocol.Split, u *unit, scorer func(cell, string) (*score.Scorer, error),
+func (r *runner) one(ctx context.Context, split *protocol.Split, u *unit, scorer func(cell, string) (*score.Scorer, error),
 	transform func(cell) (*trainEntry, error)) error {
 	c := u.c
 	// Kind is score.Bounded for embeddings and files: the reference
@@ -396,7 +396,7 @@ func (r *runner) one(split *protocol.Split, u *unit, scorer func(cell, string) (
 		if m, ok := refMethod(c); ok {
 			// dplp, dplp-lin and dplp-umnn under the reference calibration:
 			// the authors' training and noise (refdplp.go), NO guarantee.
-			return r.oneReference(split, u, m, scorer)
+			return r.oneReference(ctx, split, u, m, scorer)
 		}
 		e, err := transform(c)
 		if err != nil {

@@ -2,6 +2,7 @@ package refdplp
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -229,6 +230,31 @@ func TestTrainLinNoiseFree(t *testing.T) {
 	}
 	if res.Eval.Beta[5] == res.Last.Beta[5] {
 		t.Fatal("the evaluated snapshot equals the last state")
+	}
+}
+
+// A cancelled context stops every training before its first epoch ends,
+// with the context's error and no model.
+func TestTrainingCancelled(t *testing.T) {
+	data := synthData(40, true, true)
+	cfg := DefaultConfig(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	lin, err := TrainLin(ctx, data, cfg)
+	if !errors.Is(err, context.Canceled) || lin != nil {
+		t.Fatalf("TrainLin: %v %v, want context.Canceled and no result", lin, err)
+	}
+	done, err := TrainLin(context.Background(), data, DefaultConfig(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, train := range map[string]func() (*MNNResult, error){
+		"dplp": func() (*MNNResult, error) { return TrainDPLP(ctx, data, done.Last, cfg) },
+		"umnn": func() (*MNNResult, error) { return TrainUMNN(ctx, data, cfg) },
+	} {
+		if res, err := train(); !errors.Is(err, context.Canceled) || res != nil {
+			t.Fatalf("%s: %v %v, want context.Canceled and no result", name, res, err)
+		}
 	}
 }
 
