@@ -66,12 +66,7 @@ fpr, accuracy, eps_claimed (null: no claim), eps_lower_bound and more.
 
 "dplp attack report RESULTS.jsonl ..." tabulates and plots saved --json outputs.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(cmd)
-		},
+		RunE: checked(o.validate, o.run),
 	}
 	o.register(cmd)
 	cmd.AddCommand(newAttackReportCmd())

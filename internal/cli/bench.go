@@ -91,12 +91,7 @@ non-neighbour, including those whose score is 0) with s, s_pub, Delta_s and
 S_max, on all cores. Graph loading is not timed. Prints queries,
 candidate_pairs, wedges, seconds and pairs_per_second (JSON keys exactly these).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(cmd)
-		},
+		RunE: checked(o.validate, o.run),
 	}
 	o.register(cmd)
 	return cmd
@@ -158,12 +153,7 @@ Graph loading is not timed. Prints queries, candidates, seconds and
 candidates_per_second (JSON keys exactly these). Seeded (--seed): a benchmark,
 not a deployment.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(cmd)
-		},
+		RunE: checked(o.validate, o.run),
 	}
 	o.register(cmd)
 	return cmd

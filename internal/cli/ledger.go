@@ -117,12 +117,7 @@ of releases, and how many of them used a seeded noise generator (those carry
 no privacy guarantee; a warning is printed on stderr). With --json the output
 is exactly {"users": [{"user", "spent", "releases"}], "total_spent"}.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(cmd)
-		},
+		RunE: checked(o.validate, o.run),
 	}
 	o.register(cmd)
 	return cmd
@@ -235,12 +230,7 @@ Exposure is reported, never enforced. With --json: {"parties": [{"party",
 "eps", "rho"}], "unlisted": {"party": "*", "eps", "rho"}, "summary": {"count",
 "mean", "p50", "p90", "max"}}.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(cmd)
-		},
+		RunE: checked(o.validate, o.run),
 	}
 	o.register(cmd)
 	return cmd

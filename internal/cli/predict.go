@@ -156,12 +156,7 @@ a 95% confidence interval, and the wall time. --json prints {"roc_auc_mean",
 "roc_auc_ci95", "seconds", ...}. Works for every score: cn, aa, ra, jc, pa,
 node2vec, deepwalk, line, gcn, prune, struc2vec, file:PATH.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(cmd)
-		},
+		RunE: checked(o.validate, o.run),
 	}
 	o.register(cmd)
 	return cmd

@@ -60,6 +60,17 @@ func (e *errWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// checked is the RunE of a command built around an options struct: it
+// validates the flags, then makes the command's run (one library call).
+func checked(validate func() error, run func(*cobra.Command) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		if err := validate(); err != nil {
+			return err
+		}
+		return run(cmd)
+	}
+}
+
 // exitCode lets a command end with a chosen status after printing its output.
 type exitCode int
 

@@ -76,12 +76,7 @@ scores in [--lo, --hi]. Such scores lie in a known range, so Delta_s = S_max =
 hi - lo, and they have no public part (s_pub = 0).
 Columns: query, rank, candidate, s, s_pub, delta_s, s_max.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(cmd)
-		},
+		RunE: checked(o.validate, o.run),
 	}
 	o.register(cmd)
 	return cmd

@@ -45,12 +45,7 @@ URL postgres://... (several serve processes may share one store; the caps hold
 across them). SIGTERM/SIGINT stop accepting connections and finish in-flight
 requests (up to --grace).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(cmd)
-		},
+		RunE: checked(o.validate, o.run),
 	}
 	o.register(cmd)
 	return cmd

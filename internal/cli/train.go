@@ -114,12 +114,7 @@ basis alone, DPLP-Lin), umnn (monotone network on the raw score, DPLP-UMNN),
 dplp-pub (adds a learned monotone h of the zero-sensitivity public score, which
 costs no privacy; privacy-model §10).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(cmd)
-		},
+		RunE: checked(o.validate, o.run),
 	}
 	o.register(cmd)
 	return cmd
