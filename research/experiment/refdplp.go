@@ -3,7 +3,6 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"time"
@@ -145,21 +144,11 @@ func (r *runner) oneReference(ctx context.Context, split *protocol.Split, u *uni
 	res.EpsEffMedian, res.EpsEffMax = finitePtr(er.EpsEffMedian), finitePtr(er.EpsEffMax)
 	res.NoiseMultiplier = finitePtr(er.Multiplier)
 	res.ROCAUC = finitePtr(er.ROCAUC)
-	mt := er.Mean
-	for _, x := range []float64{mt.AUC, mt.Precision, mt.Recall, mt.NDCG, mt.MAP, mt.MRR, mt.Hits} {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Errorf("experiment: %s: non-finite metric in %+v", r.describe(c), mt)
-		}
-	}
-	if err := writeCache(cachePath(r.out, u.hash), u.key, &res); err != nil {
+	n, err := r.record(u, &res)
+	if err != nil {
 		return err
 	}
-	u.res = &res
-	r.mu.Lock()
-	r.done++
-	n := r.done
-	r.mu.Unlock()
-	r.bar.Add(1)
+	mt := er.Mean
 	r.lg.detail("[%d/%d] %s (the authors' noise, NO guarantee): AUC@K %.4f over %d queries, eps_eff median %s max %s (%.2fs)",
 		n, r.total, r.describe(c), mt.AUC, er.Queries, fmtPtr(res.EpsEffMedian), fmtPtr(res.EpsEffMax), res.Seconds)
 	return nil

@@ -421,23 +421,33 @@ func (r *runner) one(ctx context.Context, split *protocol.Split, u *unit, scorer
 	res.TopK, res.Queries, res.ZeroNoise = er.Mean, er.Queries, er.ZeroNoise
 	res.ROCAUC = finitePtr(er.ROCAUC)
 	res.EpsSpent = finitePtr(er.EpsSpent)
-	m := er.Mean
-	for _, x := range []float64{m.AUC, m.Precision, m.Recall, m.NDCG, m.MAP, m.MRR, m.Hits} {
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Errorf("experiment: %s: non-finite metric in %+v", r.describe(c), m)
-		}
-	}
-	if err := writeCache(cachePath(r.out, u.hash), u.key, &res); err != nil {
+	n, err := r.record(u, &res)
+	if err != nil {
 		return err
 	}
-	u.res = &res
+	r.lg.detail("[%d/%d] %s: AUC@K %.4f over %d queries (%.2fs)", n, r.total, r.describe(c), er.Mean.AUC, er.Queries, res.Seconds)
+	return nil
+}
+
+// record checks a unit's result, caches it, counts it done and advances the
+// progress bar; it returns the number of units done so far.
+func (r *runner) record(u *unit, res *Result) (int, error) {
+	m := res.TopK
+	for _, x := range []float64{m.AUC, m.Precision, m.Recall, m.NDCG, m.MAP, m.MRR, m.Hits} {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0, fmt.Errorf("experiment: %s: non-finite metric in %+v", r.describe(u.c), m)
+		}
+	}
+	if err := writeCache(cachePath(r.out, u.hash), u.key, res); err != nil {
+		return 0, err
+	}
+	u.res = res
 	r.mu.Lock()
 	r.done++
 	n := r.done
 	r.mu.Unlock()
 	r.bar.Add(1)
-	r.lg.detail("[%d/%d] %s: AUC@K %.4f over %d queries (%.2fs)", n, r.total, r.describe(c), m.AUC, er.Queries, res.Seconds)
-	return nil
+	return n, nil
 }
 
 func (r *runner) describe(c cell) string {
