@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/dplp/dplp/internal/numeric"
 	"github.com/dplp/dplp/transform"
 )
 
@@ -16,8 +17,7 @@ type trainer struct {
 	nf, nh  int
 	theta   []float64 // [f params, h params]
 	grad    []float64
-	m, v    []float64 // Adam moments
-	steps   int
+	adam    *numeric.Adam
 	sigma   float64 // noise scale 2/eps_p
 	queries []*prepQuery
 
@@ -49,7 +49,9 @@ func newTrainer(cfg Config, r *rand.Rand) (*trainer, error) {
 	t.theta = t.f.Params()
 	t.lex = cfg.Variant.Public()
 	n := len(t.theta)
-	t.grad, t.m, t.v = make([]float64, n), make([]float64, n), make([]float64, n)
+	t.grad = make([]float64, n)
+	t.adam = numeric.NewAdam([][]float64{t.theta}, cfg.LR, []float64{cfg.WeightDecay}, false)
+	t.adam.SetBetas(cfg.Beta1, cfg.Beta2, cfg.AdamEps)
 	t.cur = append([]float64(nil), t.theta...)
 	return t, nil
 }

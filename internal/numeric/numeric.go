@@ -1,5 +1,6 @@
 // Package numeric holds the small numerical building blocks the model
-// trainers share (link classifier, GCN, PRUNE): a numerically stable
+// trainers share (DPLP training, link classifier, GCN, PRUNE, the authors'
+// DPLP in research/refdplp): a numerically stable
 // sigmoid and softplus, and Adam in the two forms the trainers use.
 package numeric
 
@@ -53,6 +54,10 @@ func NewAdam(params [][]float64, lr float64, weightDecay []float64, tf bool) *Ad
 	}
 	return a
 }
+
+// SetBetas replaces the moment decay rates and epsilon (NewAdam's defaults
+// are 0.9, 0.999 and 1e-8).
+func (a *Adam) SetBetas(b1, b2, eps float64) { a.b1, a.b2, a.eps = b1, b2, eps }
 
 // Step applies one update of params from grads (same shapes as NewAdam's).
 func (a *Adam) Step(params, grads [][]float64) {
