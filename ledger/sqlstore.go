@@ -459,9 +459,23 @@ func (s *sqlStore) foldExposure(ctx context.Context) error {
 					return err
 				}
 			}
-			ids, expo, err := readUnfolded(ctx, q)
-			if err != nil {
-				return err
+			// Up to foldPages pages of releases per transaction: on a graph
+			// with hubs a few thousand releases already touch most parties,
+			// so the rows written per transaction hardly grow with the pages.
+			expo := map[string][2]float64{}
+			var ids []int64
+			for page := 0; page < foldPages; page++ {
+				after := int64(0)
+				if len(ids) > 0 {
+					after = ids[len(ids)-1]
+				}
+				read, err := readUnfolded(ctx, q, after, expo, &ids)
+				if err != nil {
+					return err
+				}
+				if read < foldBatch {
+					break
+				}
 			}
 			n = len(ids)
 			return applyFold(ctx, q, ids, expo)
@@ -469,59 +483,121 @@ func (s *sqlStore) foldExposure(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("ledger: folding releases into exposure: %w", err)
 		}
-		if n < foldBatch {
+		if n < foldBatch*foldPages {
 			return nil
 		}
 	}
 }
 
+// foldPages is the number of pages of foldBatch releases one fold
+// transaction reads (a variable for tests).
+var foldPages = 64
+
 // foldLock is the PostgreSQL advisory lock that serialises exposure folds.
 const foldLock = "SELECT pg_advisory_xact_lock(7302551904)"
 
-// readUnfolded reads up to foldBatch unfolded releases and sums their cost
-// and rho per influencer.
-func readUnfolded(ctx context.Context, q querier) ([]int64, map[string][2]float64, error) {
-	rs, err := q.query(ctx, "SELECT id, cost, rho, influencers FROM releases WHERE folded = 0 ORDER BY id LIMIT ?", foldBatch)
+// readUnfolded reads the next page of up to foldBatch unfolded releases with
+// id > after, adds their cost and rho to expo per influencer and their ids to
+// ids; it returns the number of releases read.
+func readUnfolded(ctx context.Context, q querier, after int64, expo map[string][2]float64, ids *[]int64) (int, error) {
+	rs, err := q.query(ctx, "SELECT id, cost, rho, influencers FROM releases WHERE folded = 0 AND id > ? ORDER BY id LIMIT ?", after, foldBatch)
 	if err != nil {
-		return nil, nil, err
+		return 0, err
 	}
 	defer rs.Close()
-	var ids []int64
-	expo := map[string][2]float64{}
-	var infl []string
+	read := 0
 	for rs.Next() {
 		var id int64
 		var cost, rho float64
 		var raw string
 		if err := rs.Scan(&id, &cost, &rho, &raw); err != nil {
-			return nil, nil, err
+			return 0, err
 		}
-		infl = infl[:0]
-		if err := json.Unmarshal([]byte(raw), &infl); err != nil {
-			return nil, nil, fmt.Errorf("release %d: stored influencers: %w", id, err)
-		}
-		for _, w := range infl {
-			e := expo[w]
+		err := eachInfluencer(raw, func(w string) {
+			e, ok := expo[w]
+			if !ok {
+				w = strings.Clone(w) // w may point into raw: do not keep raw alive
+			}
 			expo[w] = [2]float64{e[0] + cost, e[1] + rho}
+		})
+		if err != nil {
+			return 0, fmt.Errorf("release %d: stored influencers: %w", id, err)
 		}
-		ids = append(ids, id)
+		*ids = append(*ids, id)
+		read++
 	}
-	return ids, expo, rs.Err()
+	return read, rs.Err()
 }
 
-// applyFold adds expo to the exposure rows (in sorted party order) and marks
-// the releases ids folded.
+// eachInfluencer calls fn for every label of a stored influencer list (a
+// JSON array of strings). Lists without escapes, the common case, are split
+// in place without allocating; others go through encoding/json.
+func eachInfluencer(raw string, fn func(w string)) error {
+	if n, ok := splitPlain(raw, nil); ok {
+		if n > 0 {
+			splitPlain(raw, fn)
+		}
+		return nil
+	}
+	var infl []string
+	if err := json.Unmarshal([]byte(raw), &infl); err != nil {
+		return err
+	}
+	for _, w := range infl {
+		fn(w)
+	}
+	return nil
+}
+
+// splitPlain splits a JSON array of strings without escapes (["a","b"]),
+// calling fn (when non-nil) for each element, and reports the number of
+// elements and whether raw has exactly that form.
+func splitPlain(raw string, fn func(string)) (int, bool) {
+	if strings.IndexByte(raw, '\\') >= 0 || len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' {
+		return 0, false
+	}
+	body, n := raw[1:len(raw)-1], 0
+	for len(body) > 0 {
+		if body[0] != '"' {
+			return n, false
+		}
+		end := strings.IndexByte(body[1:], '"')
+		if end < 0 {
+			return n, false
+		}
+		if fn != nil {
+			fn(body[1 : 1+end])
+		}
+		n++
+		body = body[2+end:]
+		if len(body) > 0 {
+			if body[0] != ',' || len(body) == 1 {
+				return n, false
+			}
+			body = body[1:]
+		}
+	}
+	return n, true
+}
+
+// applyFold adds expo to the exposure rows (in sorted party order, one
+// multi-row upsert per chunk) and marks the releases ids folded.
 func applyFold(ctx context.Context, q querier, ids []int64, expo map[string][2]float64) error {
 	parties := make([]string, 0, len(expo))
 	for w := range expo {
 		parties = append(parties, w)
 	}
 	sort.Strings(parties)
-	for _, w := range parties {
-		e := expo[w]
-		if err := q.exec(ctx, `INSERT INTO exposure (party, eps, rho) VALUES (?, ?, ?)
-			ON CONFLICT (party) DO UPDATE SET eps = exposure.eps + excluded.eps, rho = exposure.rho + excluded.rho`,
-			w, e[0], e[1]); err != nil {
+	const per = chargeChunk / 3
+	for lo := 0; lo < len(parties); lo += per {
+		part := parties[lo:min(lo+per, len(parties))]
+		args := make([]any, 0, 3*len(part))
+		for _, w := range part {
+			e := expo[w]
+			args = append(args, w, e[0], e[1])
+		}
+		if err := q.exec(ctx, "INSERT INTO exposure (party, eps, rho) VALUES (?, ?, ?)"+strings.Repeat(", (?, ?, ?)", len(part)-1)+
+			" ON CONFLICT (party) DO UPDATE SET eps = exposure.eps + excluded.eps, rho = exposure.rho + excluded.rho", args...); err != nil {
 			return err
 		}
 	}

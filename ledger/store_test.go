@@ -3,6 +3,7 @@ package ledger
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -380,8 +381,8 @@ func TestExposure(t *testing.T) {
 // Exposure folds the release records exactly once each while charges and
 // other folds (another Store handle: a second replica) run concurrently.
 func TestExposureFoldConcurrent(t *testing.T) {
-	defer func(b int) { foldBatch = b }(foldBatch)
-	foldBatch = 3 // many fold transactions
+	defer func(b, p int) { foldBatch, foldPages = b, p }(foldBatch, foldPages)
+	foldBatch, foldPages = 3, 2 // many fold transactions of two pages
 	eachStore(t, func(t *testing.T, fx fixture) {
 		ctx := ctxT(t)
 		dsn := fx.dsn(t)
@@ -450,6 +451,29 @@ func TestExposureFoldConcurrent(t *testing.T) {
 			}
 		}
 	})
+}
+
+// eachInfluencer gives back exactly the labels json.Marshal stored, whether
+// they take the fast path (no escapes) or encoding/json.
+func TestEachInfluencer(t *testing.T) {
+	for _, list := range [][]string{
+		{}, {"a"}, {"a", "b", "c"}, {"*"}, {"ü", "日本", "a b"}, {",", "[", "]", "],[", "\",\""},
+		{"quote\"inside", "back\\slash"}, {"<tag>", "a&b"}, {"tab\tnew\nline"}, {"x", "x,y", "\"\""},
+	} {
+		raw, _ := json.Marshal(list)
+		var got []string
+		if err := eachInfluencer(string(raw), func(w string) { got = append(got, w) }); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if len(got) != len(list) || (len(got) > 0 && !slices.Equal(got, list)) {
+			t.Fatalf("%s: got %q, want %q", raw, got, list)
+		}
+	}
+	for _, bad := range []string{"", "[", "[\"a\"", "[\"a\",]", "{}", "[1]"} {
+		if err := eachInfluencer(bad, func(string) {}); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
 }
 
 // (f) Migrations: versioned, resumable, and a newer schema is refused.
