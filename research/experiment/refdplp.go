@@ -134,7 +134,7 @@ func (r *runner) oneReference(ctx context.Context, split *protocol.Split, u *uni
 	if err != nil {
 		return fmt.Errorf("experiment: %s: %w", r.describe(c), err)
 	}
-	er, err := refdplp.Evaluate(m, ev, mod, c.k, cfg)
+	er, err := refdplp.Evaluate(ctx, m, ev, mod, c.k, cfg)
 	if err != nil {
 		return fmt.Errorf("experiment: %s: %w", r.describe(c), err)
 	}

@@ -2,6 +2,7 @@ package refdplp
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -167,7 +168,7 @@ func (r *releaser) sensitivity(uniq, util []float64, delta, xMax float64, feat [
 // DPLP-Lin the noise sum_j w_j G_j / e is not a Gumbel; b(u) = ||w||_2 / e is
 // the Gumbel scale with the same standard deviation (an equivalent, not a
 // bound). Queries without noise have no finite eps (counted in ZeroNoise).
-func Evaluate(method Method, qs []EvalQuery, mod Models, k int, cfg Config) (Result, error) {
+func Evaluate(ctx context.Context, method Method, qs []EvalQuery, mod Models, k int, cfg Config) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{}, err
 	}
@@ -182,7 +183,7 @@ func Evaluate(method Method, qs []EvalQuery, mod Models, k int, cfg Config) (Res
 	roc := make([]float64, len(qs))
 	eff := make([]float64, len(qs))
 	sc := cfg.scale()
-	parallel(len(qs), func(i int) {
+	err = parallel(ctx, len(qs), func(i int) {
 		r := *rel0 // groups are read-only after newReleaser
 		q := &qs[i]
 		feat := make([]float64, NumFeatures)
@@ -230,6 +231,9 @@ func Evaluate(method Method, qs []EvalQuery, mod Models, k int, cfg Config) (Res
 			eff[i] = 2 * d / (r.b * sc)
 		}
 	})
+	if err != nil {
+		return Result{}, err
+	}
 	res := Result{Queries: len(qs), Multiplier: rel0.mult, EpsEffMedian: math.NaN(), EpsEffMax: math.NaN()}
 	if method == Lin {
 		res.Multiplier = rel0.b

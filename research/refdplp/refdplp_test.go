@@ -256,6 +256,9 @@ func TestTrainingCancelled(t *testing.T) {
 			t.Fatalf("%s: %v %v, want context.Canceled and no result", name, res, err)
 		}
 	}
+	if _, err := Evaluate(ctx, Lin, evalOf(data, 0.1), Models{Lin: done}, 5, cfg); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Evaluate: %v, want context.Canceled", err)
+	}
 }
 
 // synthData: each query has positives with scores in (0.5, 1) and negatives
@@ -326,7 +329,7 @@ func TestEvaluate(t *testing.T) {
 	}
 	mod := Models{Lin: lin, F: f}
 	for _, m := range []Method{Lin, DPLP} {
-		r, err := Evaluate(m, evalOf(clean, 0.1), mod, 5, cfg)
+		r, err := Evaluate(context.Background(), m, evalOf(clean, 0.1), mod, 5, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,22 +337,22 @@ func TestEvaluate(t *testing.T) {
 			t.Fatalf("%s without noise: %+v", m, r)
 		}
 	}
-	if r, _ := Evaluate(UMNN, evalOf(clean, 0.1), Models{F: u}, 5, cfg); r.Mean.AUC != 1 {
+	if r, _ := Evaluate(context.Background(), UMNN, evalOf(clean, 0.1), Models{F: u}, 5, cfg); r.Mean.AUC != 1 {
 		t.Fatalf("dplp-umnn without noise: AUC %v", r.Mean.AUC)
 	}
 	noisy := evalOf(synthData(30, true, false), 0.1)
-	a, err := Evaluate(Lin, noisy, mod, 5, cfg)
+	a, err := Evaluate(context.Background(), Lin, noisy, mod, 5, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := Evaluate(Lin, noisy, mod, 5, cfg)
+	b, _ := Evaluate(context.Background(), Lin, noisy, mod, 5, cfg)
 	if a.Mean != b.Mean || a.EpsEffMax != b.EpsEffMax {
 		t.Fatal("same seed, different release")
 	}
 	if !(a.Mean.AUC < 1) || a.ZeroNoise != 0 || len(a.EpsEff) != 30 {
 		t.Fatalf("noisy DPLP-Lin: %+v", a)
 	}
-	if _, err := Evaluate(DPLP, noisy, Models{Lin: lin}, 5, cfg); err == nil {
+	if _, err := Evaluate(context.Background(), DPLP, noisy, Models{Lin: lin}, 5, cfg); err == nil {
 		t.Fatal("DPLP evaluated without a UMNN")
 	}
 }
@@ -361,7 +364,7 @@ func TestEvaluate(t *testing.T) {
 func TestAuditUMNN(t *testing.T) {
 	cfg := DefaultConfig(0.4)
 	q := []EvalQuery{{Q: 1, Noisy: true, S: []float64{0.5}, IDs: []int32{2}, Label: []bool{true}, NPos: 1, Delta: 0.1, XMax: 1}}
-	r, err := Evaluate(UMNN, q, Models{F: &MNNResult{F: NewMNN(20, 50)}}, 1, cfg)
+	r, err := Evaluate(context.Background(), UMNN, q, Models{F: &MNNResult{F: NewMNN(20, 50)}}, 1, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,7 +375,7 @@ func TestAuditUMNN(t *testing.T) {
 	// At the top of the range the change is measured downwards only:
 	// s = 1 = XMax gives f(1) - f(0.9) = 10 * 0.19 + 0.1 = 2.
 	q[0].S[0] = 1
-	r, _ = Evaluate(UMNN, q, Models{F: &MNNResult{F: NewMNN(20, 50)}}, 1, cfg)
+	r, _ = Evaluate(context.Background(), UMNN, q, Models{F: &MNNResult{F: NewMNN(20, 50)}}, 1, cfg)
 	if want := 2 * 0.4 / 11; math.Abs(r.EpsEffMedian-want) > 1e-9 {
 		t.Fatalf("eps_eff at XMax %v, want %v", r.EpsEffMedian, want)
 	}
@@ -388,7 +391,7 @@ func TestAuditDPLPMultiplier(t *testing.T) {
 	cfg := DefaultConfig(0.1)
 	f := NewMNN(20, 50)
 	q := []EvalQuery{{Q: 1, Noisy: true, S: []float64{0.5, 0}, IDs: []int32{2, 3}, Label: []bool{true, false}, NPos: 1, Delta: 0.2, XMax: 1}}
-	r, err := Evaluate(DPLP, q, Models{Lin: &LinResult{Eval: lin, Last: lin}, F: &MNNResult{F: f}}, 2, cfg)
+	r, err := Evaluate(context.Background(), DPLP, q, Models{Lin: &LinResult{Eval: lin, Last: lin}, F: &MNNResult{F: f}}, 2, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

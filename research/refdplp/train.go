@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/dplp/dplp/internal/numeric"
+	"github.com/dplp/dplp/internal/par"
 )
 
 // TrainQuery is one query's training (dev) pairs: normalised scores of its
@@ -34,34 +32,22 @@ type LinResult struct {
 	Loss       []float64
 }
 
-// parallel runs fn(i) for i < n on GOMAXPROCS goroutines.
-func parallel(n int, fn func(i int)) {
-	nw := min(runtime.GOMAXPROCS(0), n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range nw {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				fn(i)
-			}
-		}()
-	}
-	wg.Wait()
+// parallel runs fn(i) for i in [0, n) on all cores (internal/par); it
+// returns ctx's error if ctx is cancelled before every item started.
+func parallel(ctx context.Context, n int, fn func(i int)) error {
+	return par.Run(ctx, n, par.Options{}, func(int) struct{} { return struct{}{} }, func(_ struct{}, i int) error {
+		fn(i)
+		return nil
+	})
 }
 
 // linData builds the noisy feature rows of DPLP-Lin's training pairs: the
 // non-protected positives and every negative of each query, with
 // x_pj + G_pj / e for queries with noise (training table, columns 20..189).
-func linData(data []TrainQuery, cfg *Config) []*linQuery {
+func linData(ctx context.Context, data []TrainQuery, cfg *Config) ([]*linQuery, error) {
 	out := make([]*linQuery, len(data))
 	sc := cfg.scale()
-	parallel(len(data), func(i int) {
+	err := parallel(ctx, len(data), func(i int) {
 		d := &data[i]
 		var nPos int
 		for _, p := range d.PosProt {
@@ -98,7 +84,7 @@ func linData(data []TrainQuery, cfg *Config) []*linQuery {
 		}
 		out[i] = q
 	})
-	return out
+	return out, err
 }
 
 // TrainLin trains DPLP-Lin the authors' way (reference-implementation §5):
@@ -109,8 +95,12 @@ func TrainLin(ctx context.Context, data []TrainQuery, cfg Config) (*LinResult, e
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	all, err := linData(ctx, data, &cfg)
+	if err != nil {
+		return nil, err
+	}
 	var qs []*linQuery
-	for _, q := range linData(data, &cfg) {
+	for _, q := range all {
 		if q.nPos > 0 && q.nNeg > 0 {
 			qs = append(qs, q)
 		}
@@ -164,10 +154,10 @@ type mnnQuery struct {
 // mnnData builds the UMNN's training pairs: every positive (protected ones
 // included) and every negative; input(s) maps a normalised score to f's
 // input; col is the training noise column.
-func mnnData(data []TrainQuery, cfg *Config, input func(s float64) float64, col int) []*mnnQuery {
+func mnnData(ctx context.Context, data []TrainQuery, cfg *Config, input func(s float64) float64, col int) ([]*mnnQuery, error) {
 	out := make([]*mnnQuery, len(data))
 	sc := cfg.scale()
-	parallel(len(data), func(i int) {
+	err := parallel(ctx, len(data), func(i int) {
 		d := &data[i]
 		n := len(d.Pos) + len(d.Neg)
 		q := &mnnQuery{nPos: len(d.Pos), idx: make([]int32, n), noise: make([]float64, n)}
@@ -197,7 +187,7 @@ func mnnData(data []TrainQuery, cfg *Config, input func(s float64) float64, col 
 		}
 		out[i] = q
 	})
-	return out
+	return out, err
 }
 
 // MNNResult is a trained UMNN with its per-epoch summed training loss.
@@ -214,7 +204,10 @@ func TrainDPLP(ctx context.Context, data []TrainQuery, lin *LinModel, cfg Config
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	qs := mnnData(data, &cfg, lin.Nu, colDPLPTrain)
+	qs, err := mnnData(ctx, data, &cfg, lin.Nu, colDPLPTrain)
+	if err != nil {
+		return nil, err
+	}
 	return trainMNN(ctx, qs, cfg, lin.BetaSum(), false)
 }
 
@@ -225,7 +218,10 @@ func TrainUMNN(ctx context.Context, data []TrainQuery, cfg Config) (*MNNResult, 
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	qs := mnnData(data, &cfg, umnnInput, colUMNN)
+	qs, err := mnnData(ctx, data, &cfg, umnnInput, colUMNN)
+	if err != nil {
+		return nil, err
+	}
 	return trainMNN(ctx, qs, cfg, 0, true)
 }
 
