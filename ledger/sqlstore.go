@@ -327,17 +327,27 @@ func writeSpends(ctx context.Context, q querier, users []string, spends map[stri
 			dirty = append(dirty, u)
 		}
 	}
-	const per = chargeChunk / 5
-	for lo := 0; lo < len(dirty); lo += per {
-		part := dirty[lo:min(lo+per, len(dirty))]
-		args := make([]any, 0, 5*len(part))
-		for _, u := range part {
-			sp := spends[u]
-			args = append(args, u, sp.spent, sp.rho, sp.releases, sp.seeded)
+	return execRows(ctx, q, len(dirty), 5, "INSERT INTO spend (user_id, spent, rho, releases, seeded) VALUES ",
+		" ON CONFLICT (user_id) DO UPDATE SET spent = excluded.spent, rho = excluded.rho, releases = excluded.releases, seeded = excluded.seeded",
+		func(i int, args []any) []any {
+			sp := spends[dirty[i]]
+			return append(args, dirty[i], sp.spent, sp.rho, sp.releases, sp.seeded)
+		})
+}
+
+// execRows runs head + "(?, ...), (?, ...)" + tail for rows [0, n), width
+// parameters per row, in chunks of at most chargeChunk parameters; row
+// appends row i's parameters to args.
+func execRows(ctx context.Context, q querier, n, width int, head, tail string, row func(i int, args []any) []any) error {
+	tuple := "(?" + strings.Repeat(", ?", width-1) + ")"
+	per := max(1, chargeChunk/width)
+	for lo := 0; lo < n; lo += per {
+		hi := min(lo+per, n)
+		args := make([]any, 0, width*(hi-lo))
+		for i := lo; i < hi; i++ {
+			args = row(i, args)
 		}
-		if err := q.exec(ctx, "INSERT INTO spend (user_id, spent, rho, releases, seeded) VALUES (?, ?, ?, ?, ?)"+
-			strings.Repeat(", (?, ?, ?, ?, ?)", len(part)-1)+
-			" ON CONFLICT (user_id) DO UPDATE SET spent = excluded.spent, rho = excluded.rho, releases = excluded.releases, seeded = excluded.seeded", args...); err != nil {
+		if err := q.exec(ctx, head+tuple+strings.Repeat(", "+tuple, hi-lo-1)+tail, args...); err != nil {
 			return err
 		}
 	}
@@ -588,18 +598,14 @@ func applyFold(ctx context.Context, q querier, ids []int64, expo map[string][2]f
 		parties = append(parties, w)
 	}
 	sort.Strings(parties)
-	const per = chargeChunk / 3
-	for lo := 0; lo < len(parties); lo += per {
-		part := parties[lo:min(lo+per, len(parties))]
-		args := make([]any, 0, 3*len(part))
-		for _, w := range part {
-			e := expo[w]
-			args = append(args, w, e[0], e[1])
-		}
-		if err := q.exec(ctx, "INSERT INTO exposure (party, eps, rho) VALUES (?, ?, ?)"+strings.Repeat(", (?, ?, ?)", len(part)-1)+
-			" ON CONFLICT (party) DO UPDATE SET eps = exposure.eps + excluded.eps, rho = exposure.rho + excluded.rho", args...); err != nil {
-			return err
-		}
+	err := execRows(ctx, q, len(parties), 3, "INSERT INTO exposure (party, eps, rho) VALUES ",
+		" ON CONFLICT (party) DO UPDATE SET eps = exposure.eps + excluded.eps, rho = exposure.rho + excluded.rho",
+		func(i int, args []any) []any {
+			e := expo[parties[i]]
+			return append(args, parties[i], e[0], e[1])
+		})
+	if err != nil {
+		return err
 	}
 	const chunk = 500
 	for lo := 0; lo < len(ids); lo += chunk {

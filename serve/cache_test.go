@@ -35,18 +35,25 @@ func (s *countingStore) LatestBatch(ctx context.Context, users []string, model s
 	return s.Store.LatestBatch(ctx, users, model, k)
 }
 
+// countingSQLite opens a SQLite ledger in a temporary directory, closed at
+// cleanup, and a countingStore over it.
+func countingSQLite(t *testing.T) (ledger.Store, *countingStore) {
+	t.Helper()
+	base, err := ledger.Open(context.Background(), "sqlite:"+filepath.Join(t.TempDir(), "l.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { base.Close() })
+	return base, &countingStore{Store: base}
+}
+
 // The release path's sticky lookups (LatestBatch) are served from the cache
 // for lists charged or read through this process; only misses reach the
 // store, and a list released by another process is seen once the entry
 // expires.
 func TestCacheLatestBatch(t *testing.T) {
 	ctx := context.Background()
-	base, err := ledger.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "l.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer base.Close()
-	cs := &countingStore{Store: base}
+	base, cs := countingSQLite(t)
 	const ttl = 20 * time.Millisecond
 	c := newCacheStore(cs, ttl, 100)
 	rel := func(u, item string) ledger.Release {
@@ -94,12 +101,7 @@ func TestCacheLatestBatch(t *testing.T) {
 // nothing.
 func TestCacheBudgetFollowsCharges(t *testing.T) {
 	ctx := context.Background()
-	base, err := ledger.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "l.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer base.Close()
-	cs := &countingStore{Store: base}
+	base, cs := countingSQLite(t)
 	c := newCacheStore(cs, time.Hour, 100)
 	if _, err := c.cachedBudget(ctx, "u"); err != nil { // caches zero totals
 		t.Fatal(err)
