@@ -161,8 +161,10 @@ func (b *pgBackend) read(ctx context.Context, fn func(querier) error) error {
 	})
 }
 
-func (b *pgBackend) forUpdate() string { return " FOR UPDATE" }
-func (b *pgBackend) name() string      { return "postgres" }
+// foldLock is a transaction-scoped advisory lock: folds from any number of
+// connections and replicas run one at a time.
+func (b *pgBackend) foldLock() string { return "SELECT pg_advisory_xact_lock(7302551904)" }
+func (b *pgBackend) name() string     { return "postgres" }
 
 func (b *pgBackend) close() error {
 	b.mu.Lock()

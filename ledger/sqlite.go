@@ -182,9 +182,9 @@ func (b *sqliteBackend) read(ctx context.Context, fn func(querier) error) error 
 	return retry(ctx, sqliteTransient, func() error { return fn(sqlQ{b.db}) })
 }
 
-func (b *sqliteBackend) forUpdate() string { return "" }
-func (b *sqliteBackend) name() string      { return "sqlite" }
-func (b *sqliteBackend) close() error      { return b.db.Close() }
+func (b *sqliteBackend) foldLock() string { return "" } // BEGIN IMMEDIATE serialises writers
+func (b *sqliteBackend) name() string     { return "sqlite" }
+func (b *sqliteBackend) close() error     { return b.db.Close() }
 
 type sqlConn interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)

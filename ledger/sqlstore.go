@@ -40,8 +40,9 @@ type backend interface {
 	write(ctx context.Context, fn func(querier) error) error
 	// read runs fn with a querier for reading (no transaction needed).
 	read(ctx context.Context, fn func(querier) error) error
-	// forUpdate is appended to the SELECT that locks a user's spend row.
-	forUpdate() string
+	// foldLock is the statement that serialises exposure folds inside a
+	// write transaction ("" when write transactions are serialised anyway).
+	foldLock() string
 	// name is "sqlite" or "postgres", for migrations and messages.
 	name() string
 	close() error
@@ -464,8 +465,8 @@ func (s *sqlStore) foldExposure(ctx context.Context) error {
 		n := 0
 		err := s.b.write(ctx, func(q querier) error {
 			n = 0
-			if s.b.name() == "postgres" {
-				if err := q.exec(ctx, foldLock); err != nil {
+			if lock := s.b.foldLock(); lock != "" {
+				if err := q.exec(ctx, lock); err != nil {
 					return err
 				}
 			}
@@ -502,9 +503,6 @@ func (s *sqlStore) foldExposure(ctx context.Context) error {
 // foldPages is the number of pages of foldBatch releases one fold
 // transaction reads (a variable for tests).
 var foldPages = 64
-
-// foldLock is the PostgreSQL advisory lock that serialises exposure folds.
-const foldLock = "SELECT pg_advisory_xact_lock(7302551904)"
 
 // readUnfolded reads the next page of up to foldBatch unfolded releases with
 // id > after, adds their cost and rho to expo per influencer and their ids to
