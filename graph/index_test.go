@@ -176,3 +176,42 @@ func benchID(b *testing.B, format string) {
 		}
 	})
 }
+
+// TestByLabelProperty: ByLabel is a permutation of the node ids whose
+// labels are in bytewise order, for nil label tables (decimal ids, where
+// "10" sorts before "9") and arbitrary ones.
+func TestByLabelProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 300).Draw(t, "n")
+		var labels []string
+		if rapid.Bool().Draw(t, "labelled") {
+			seen := map[string]bool{}
+			for len(labels) < n {
+				l := rapid.StringN(0, 4, -1).Draw(t, "label")
+				if !seen[l] {
+					seen[l] = true
+					labels = append(labels, l)
+				}
+			}
+		}
+		off := make([]int64, n+1)
+		g, err := FromCSR(off, nil, labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := g.ByLabel()
+		if len(ids) != n {
+			t.Fatalf("%d ids for %d nodes", len(ids), n)
+		}
+		seen := make([]bool, n)
+		for i, id := range ids {
+			if id < 0 || int(id) >= n || seen[id] {
+				t.Fatalf("ids[%d] = %d: not a permutation", i, id)
+			}
+			seen[id] = true
+			if i > 0 && !(g.Label(ids[i-1]) < g.Label(id)) {
+				t.Fatalf("labels out of order at %d: %q then %q", i, g.Label(ids[i-1]), g.Label(id))
+			}
+		}
+	})
+}

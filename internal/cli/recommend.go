@@ -49,7 +49,10 @@ for a user who already received a list from this model at this K re-serves it
 at no cost (--fresh samples and charges anew). --user-budget caps each user's
 total eps: a list that would exceed it is refused and not released.
 
-Lists are printed in user order as they are ready (streaming, bounded memory).
+Lists are printed in user order as they are ready (streaming, bounded memory):
+the order given with --user, label order (bytewise) with --all. Label order is
+the ledger's key order, so a large batch's charges append to its indexes
+instead of scattering over them.
 Noise is crypto-seeded unless --seed is given: then every user's generator is
 derived from (seed, user label), so output is identical at any core count, and
 the output and the ledger say the lists are seeded and NOT for deployment.
@@ -129,7 +132,7 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	users, err := o.qf.resolve(g, "user")
+	users, err := o.qf.resolve(g, "user", true)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/dplp/dplp/graph"
@@ -21,18 +22,24 @@ func (q *queryFlags) register(cmd *cobra.Command, name string) {
 	cmd.Flags().BoolVar(&q.all, "all", false, "every node with at least one candidate")
 }
 
-func (q *queryFlags) resolve(g *graph.Graph, name string) ([]int32, error) {
+// resolve returns the selected query nodes: the labels given, in their
+// order, or with --all every node with a candidate, in node order or, with
+// byLabel, in label order (see graph.Graph.ByLabel).
+func (q *queryFlags) resolve(g *graph.Graph, name string, byLabel bool) ([]int32, error) {
 	switch {
 	case q.all && len(q.labels) > 0:
 		return nil, fmt.Errorf("give either --%s or --all, not both", name)
 	case q.all:
-		out := make([]int32, 0, g.N())
-		for u := 0; u < g.N(); u++ {
-			if g.Degree(int32(u)) < g.N()-1 {
-				out = append(out, int32(u))
+		var out []int32
+		if byLabel {
+			out = g.ByLabel()
+		} else {
+			out = make([]int32, g.N())
+			for u := range out {
+				out[u] = int32(u)
 			}
 		}
-		return out, nil
+		return slices.DeleteFunc(out, func(u int32) bool { return g.Degree(u) >= g.N()-1 }), nil
 	case len(q.labels) == 0:
 		return nil, fmt.Errorf("give --%s LABEL (repeatable) or --all", name)
 	}
@@ -108,7 +115,7 @@ func (o *scoreOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	queries, err := o.qf.resolve(g, "query")
+	queries, err := o.qf.resolve(g, "query", false)
 	if err != nil {
 		return err
 	}
