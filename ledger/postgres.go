@@ -161,6 +161,34 @@ func (b *pgBackend) read(ctx context.Context, fn func(querier) error) error {
 	})
 }
 
+// nextIDs draws n values from the releases' identity sequence: unique and
+// never reused, though not contiguous when transactions run concurrently.
+func (b *pgBackend) nextIDs(ctx context.Context, q querier, n int) ([]int64, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	rs, err := q.query(ctx, "SELECT nextval(pg_get_serial_sequence('releases', 'id')) FROM generate_series(1, ?)", n)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	ids := make([]int64, 0, n)
+	for rs.Next() {
+		var id int64
+		if err := rs.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, err
+	}
+	if len(ids) != n {
+		return nil, fmt.Errorf("ledger: asked for %d release IDs, got %d", n, len(ids))
+	}
+	return ids, nil
+}
+
 // foldLock is a transaction-scoped advisory lock: folds from any number of
 // connections and replicas run one at a time.
 func (b *pgBackend) foldLock() string { return "SELECT pg_advisory_xact_lock(7302551904)" }

@@ -182,6 +182,25 @@ func (b *sqliteBackend) read(ctx context.Context, fn func(querier) error) error 
 	return retry(ctx, sqliteTransient, func() error { return fn(sqlQ{b.db}) })
 }
 
+// nextIDs: the write transaction holds the database's write lock, so the
+// n IDs after the largest ever used (AUTOINCREMENT's sqlite_sequence, or
+// the largest ID present if larger) are this transaction's to use.
+func (b *sqliteBackend) nextIDs(ctx context.Context, q querier, n int) ([]int64, error) {
+	if n == 0 {
+		return nil, nil
+	}
+	var last int64
+	err := q.queryRow(ctx, `SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'releases'), 0), COALESCE((SELECT MAX(id) FROM releases), 0))`).Scan(&last)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = last + 1 + int64(i)
+	}
+	return ids, nil
+}
+
 func (b *sqliteBackend) foldLock() string { return "" } // BEGIN IMMEDIATE serialises writers
 func (b *sqliteBackend) name() string     { return "sqlite" }
 func (b *sqliteBackend) close() error     { return b.db.Close() }

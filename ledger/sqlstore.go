@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dplp/dplp/internal/jsonenc"
 )
 
 // The two stores share all SQL below; a backend supplies transactions and
@@ -43,6 +46,9 @@ type backend interface {
 	// foldLock is the statement that serialises exposure folds inside a
 	// write transaction ("" when write transactions are serialised anyway).
 	foldLock() string
+	// nextIDs reserves n new release IDs inside the write transaction q:
+	// each larger than every ID recorded or reserved before, never reused.
+	nextIDs(ctx context.Context, q querier, n int) ([]int64, error)
 	// name is "sqlite" or "postgres", for migrations and messages.
 	name() string
 	close() error
@@ -140,7 +146,7 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 	var results []ChargeResult
 	err := s.b.write(ctx, func(q querier) error {
 		var err error
-		results, err = chargeTx(ctx, q, items, bad, sorted, cap) // fn may be retried: start afresh
+		results, err = chargeTx(ctx, s.b, q, items, bad, sorted, cap) // fn may be retried: start afresh
 		return err
 	})
 	if err != nil {
@@ -158,8 +164,10 @@ type idemRef struct{ user, key string }
 
 // chargeTx is ChargeBatch's transaction: lock and read every user's spend
 // row (sorted users, in chunks), look up the idempotency keys (in chunks),
-// then charge the items in order and write the changed spend rows back.
-func chargeTx(ctx context.Context, q querier, items []Release, bad []error, users []string, cap Cap) ([]ChargeResult, error) {
+// charge the items in order, then insert the accepted releases (with IDs
+// reserved by the backend, in multi-row statements) and write the changed
+// spend rows back.
+func chargeTx(ctx context.Context, b backend, q querier, items []Release, bad []error, users []string, cap Cap) ([]ChargeResult, error) {
 	results := make([]ChargeResult, len(items))
 	// Lock every user's spend row in one global order (sorted users) so that
 	// concurrent PostgreSQL transactions cannot deadlock. SQLite holds the
@@ -172,6 +180,9 @@ func chargeTx(ctx context.Context, q querier, items []Release, bad []error, user
 	if err != nil {
 		return nil, err
 	}
+	var fresh []int            // items accepted here, in order: they get IDs below
+	sameAs := map[int]int{}    // item -> the earlier accepted item with its key
+	batch := map[idemRef]int{} // key -> the accepted item that holds it
 	for i := range items {
 		if bad[i] != nil {
 			results[i].Err = bad[i]
@@ -180,10 +191,16 @@ func chargeTx(ctx context.Context, q querier, items []Release, bad []error, user
 		r := items[i]
 		ref := idemRef{r.User, r.IdemKey}
 		if r.IdemKey != "" {
-			if old, ok := known[ref]; ok {
+			old, ok := known[ref]
+			if j, inBatch := batch[ref]; inBatch {
+				old, ok = items[j], true
+				sameAs[i] = j
+			}
+			if ok {
 				if old.Model != r.Model || old.K != r.K {
-					results[i].Err = fmt.Errorf("ledger: %w: user %q key %q was used for release %d (model %q, k=%d), not model %q, k=%d",
-						ErrIdemConflict, r.User, r.IdemKey, old.ID, old.Model, old.K, r.Model, r.K)
+					delete(sameAs, i)
+					results[i].Err = fmt.Errorf("ledger: %w: user %q key %q was used for release %s (model %q, k=%d), not model %q, k=%d",
+						ErrIdemConflict, r.User, r.IdemKey, describeID(old.ID), old.Model, old.K, r.Model, r.K)
 				} else {
 					results[i] = ChargeResult{Release: old}
 				}
@@ -195,9 +212,6 @@ func chargeTx(ctx context.Context, q querier, items []Release, bad []error, user
 			results[i].Err = &BudgetError{User: r.User, Spent: sp.spent, Cost: r.Cost, Rho: sp.rho, RhoC: r.Rho, Cap: cap}
 			continue
 		}
-		if err := insertRelease(ctx, q, &r); err != nil {
-			return nil, err
-		}
 		sp.spent += r.Cost
 		sp.rho += r.Rho
 		sp.releases++
@@ -206,11 +220,34 @@ func chargeTx(ctx context.Context, q querier, items []Release, bad []error, user
 		}
 		sp.dirty = true
 		if r.IdemKey != "" {
-			known[ref] = r // a later item with the same key gets this release
+			batch[ref] = i // a later item with the same key gets this release
 		}
-		results[i] = ChargeResult{Release: r, Fresh: true}
+		fresh = append(fresh, i)
+	}
+	ids, err := b.nextIDs(ctx, q, len(fresh))
+	if err != nil {
+		return nil, err
+	}
+	for n, i := range fresh {
+		items[i].ID = ids[n]
+		results[i] = ChargeResult{Release: items[i], Fresh: true}
+	}
+	for i, j := range sameAs {
+		results[i] = ChargeResult{Release: items[j]}
+	}
+	if err := insertReleases(ctx, q, items, fresh); err != nil {
+		return nil, err
 	}
 	return results, writeSpends(ctx, q, users, spends)
+}
+
+// describeID names a recorded release, or one accepted earlier in the same
+// batch (whose ID is not assigned yet).
+func describeID(id int64) string {
+	if id == 0 {
+		return "earlier in this batch"
+	}
+	return strconv.FormatInt(id, 10)
 }
 
 // lockSpends creates the spend rows that are missing, locks them all
@@ -296,28 +333,47 @@ func lookupIdem(ctx context.Context, q querier, items []Release, bad []error) (m
 	return known, nil
 }
 
-// insertRelease records r and sets its ID.
-func insertRelease(ctx context.Context, q querier, r *Release) error {
-	list, _ := json.Marshal(r.List)
-	infl, _ := json.Marshal(r.Influencers)
-	var idem any
-	if r.IdemKey != "" {
-		idem = r.IdemKey
+// releaseRowsPerStatement is how many releases one INSERT writes (12
+// parameters each: well under both databases' limits).
+const releaseRowsPerStatement = 64
+
+// insertReleases records items[fresh[0]], items[fresh[1]], ... (their IDs
+// already set) in multi-row statements: one statement per release cost
+// as much as the row itself.
+func insertReleases(ctx context.Context, q querier, items []Release, fresh []int) error {
+	var buf []byte
+	for lo := 0; lo < len(fresh); lo += releaseRowsPerStatement {
+		part := fresh[lo:min(lo+releaseRowsPerStatement, len(fresh))]
+		args := make([]any, 0, 12*len(part))
+		for _, i := range part {
+			r := &items[i]
+			buf = jsonenc.AppendStrings(buf[:0], r.List)
+			list := string(buf)
+			buf = jsonenc.AppendStrings(buf[:0], r.Influencers)
+			var idem any
+			if r.IdemKey != "" {
+				idem = r.IdemKey
+			}
+			seeded := 0
+			if r.Seeded {
+				seeded = 1
+			}
+			// A release with influencers waits (folded = 0) to be added to
+			// the exposure table by foldExposure; recording it here is what
+			// makes its exposure durable.
+			folded := 1
+			if len(r.Influencers) > 0 {
+				folded = 0
+			}
+			args = append(args, r.ID, r.User, r.Model, r.K, list, r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), string(buf), folded)
+		}
+		tuple := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		if err := q.exec(ctx, `INSERT INTO releases (id, user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded) VALUES `+
+			tuple+strings.Repeat(", "+tuple, len(part)-1), args...); err != nil {
+			return err
+		}
 	}
-	seeded := 0
-	if r.Seeded {
-		seeded = 1
-	}
-	// A release with influencers waits (folded = 0) to be added to the
-	// exposure table by foldExposure; recording it here is what makes its
-	// exposure durable.
-	folded := 1
-	if len(r.Influencers) > 0 {
-		folded = 0
-	}
-	return q.queryRow(ctx, `INSERT INTO releases (user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-		r.User, r.Model, r.K, string(list), r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), string(infl), folded).Scan(&r.ID)
+	return nil
 }
 
 // writeSpends writes the changed spend rows back, one statement per chunk.

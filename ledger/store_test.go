@@ -695,8 +695,27 @@ func TestChargeBatch(t *testing.T) {
 		d := testRelease("d", "x", 1)
 		d.IdemKey = "once"
 		res, err = s.ChargeBatch(ctx, []Release{d, d}, Unlimited)
+		d0 := res[0].Release
 		if err != nil || !res[0].Fresh || res[1].Fresh || res[0].Release.ID != res[1].Release.ID {
 			t.Fatalf("batch duplicates: %+v %v", res, err)
+		}
+		// A key reused within one batch for another model is a conflict;
+		// the fresh releases of a batch get increasing IDs in item order,
+		// after every earlier one, and read back as charged.
+		e, f, g := testRelease("e", "x", 1), testRelease("e", "y", 1), testRelease("f", "x", 1)
+		e.IdemKey, f.IdemKey, f.Model = "k", "k", "other-model"
+		res, err = s.ChargeBatch(ctx, []Release{e, f, g}, Unlimited)
+		if err != nil || !res[0].Fresh || !errors.Is(res[1].Err, ErrIdemConflict) || !res[2].Fresh {
+			t.Fatalf("in-batch conflict: %+v %v", res, err)
+		}
+		if !(res[0].Release.ID > d0.ID && res[2].Release.ID > res[0].Release.ID) {
+			t.Fatalf("IDs %d, %d after %d: not increasing", res[0].Release.ID, res[2].Release.ID, d0.ID)
+		}
+		for _, r := range []Release{res[0].Release, res[2].Release} {
+			got, ok, err := s.Latest(ctx, r.User, r.Model, r.K)
+			if err != nil || !ok || got.ID != r.ID || !reflect.DeepEqual(got.List, r.List) {
+				t.Fatalf("Latest(%s) = %+v %v %v, charged %+v", r.User, got, ok, err, r)
+			}
 		}
 	})
 }

@@ -85,6 +85,15 @@ func printJSON(w io.Writer, v any) error {
 // value writes v as one JSON line.
 func (p *printer) value(v any) error { return p.enc.Encode(v) }
 
+// jsonLine writes b, one JSON value already encoded, and a newline: what
+// value writes for the value b encodes.
+func (p *printer) jsonLine(b []byte) error {
+	if _, err := p.bw.Write(b); err != nil {
+		return err
+	}
+	return p.bw.WriteByte('\n')
+}
+
 // flush writes everything out and reports the first error.
 func (p *printer) flush() error {
 	switch p.format {

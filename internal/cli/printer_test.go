@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 // TestPrinter pins the bytes of each format: the commands' outputs are
@@ -52,4 +55,26 @@ func TestPrinter(t *testing.T) {
 	}{3}); err != nil || b.String() != "{\"n\":3}\n" {
 		t.Errorf("printJSON: %q, %v", b.String(), err)
 	}
+}
+
+// TestRecLineJSON: recommend's hand-written JSON line is byte-identical to
+// encoding/json's, for arbitrary labels, costs and flags.
+func TestRecLineJSON(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		l := recLine{
+			User:            rapid.String().Draw(t, "user"),
+			Recommendations: rapid.SliceOfN(rapid.OneOf(rapid.String(), rapid.StringMatching(`[0-9]{1,7}`)), 0, 5).Draw(t, "list"),
+			K:               rapid.IntRange(1, 1<<20).Draw(t, "k"),
+			EpsP:            rapid.Float64Range(0, 1e3).Draw(t, "eps"),
+			Cost:            rapid.OneOf(rapid.Float64Range(0, 1e6), rapid.Float64Range(0, 1e-6)).Draw(t, "cost"),
+			Seeded:          rapid.Bool().Draw(t, "seeded"),
+		}
+		want, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.appendJSON(nil); string(got) != string(want) {
+			t.Fatalf("appendJSON = %s\nencoding/json = %s", got, want)
+		}
+	})
 }
