@@ -10,3 +10,8 @@ import (
 func InfluencersForTest(g *graph.Graph, p *protect.Set, k score.Kind, u int32) ([]int32, bool) {
 	return newInfluence(g, p, k).ids(u)
 }
+
+// InfluencerLabelsForTest exposes the labels a release records.
+func InfluencerLabelsForTest(g *graph.Graph, p *protect.Set, k score.Kind, u int32) []string {
+	return newInfluence(g, p, k).of(u)
+}

@@ -2,6 +2,7 @@ package release
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/protect"
@@ -31,17 +32,40 @@ type influence struct {
 	g    *graph.Graph
 	p    *protect.Set
 	kind score.Kind
+	// byLabel and rank order the nodes by label (g.ByLabel and its
+	// inverse), built on the first call to of: the ledger takes influencer
+	// labels sorted, and sorting ids by rank is much cheaper than sorting
+	// hundreds of label strings per release.
+	order *labelOrder
+}
+
+type labelOrder struct {
+	once    sync.Once
+	byLabel []int32
+	rank    []int32
 }
 
 func newInfluence(g *graph.Graph, p *protect.Set, k score.Kind) influence {
-	return influence{g: g, p: p, kind: k}
+	return influence{g: g, p: p, kind: k, order: &labelOrder{}}
 }
 
 // Everyone is the influencer entry meaning every protected party.
 const Everyone = "*"
 
-// ids returns the influencing nodes of u (nil, true for "everyone").
+// ids returns the influencing nodes of u in increasing order (nil, true for
+// "everyone").
 func (in influence) ids(u int32) (out []int32, all bool) {
+	out, all = in.raw(u, nil)
+	if all {
+		return nil, true
+	}
+	slices.Sort(out)
+	return slices.Compact(out), false
+}
+
+// raw appends the influencing nodes of u to out, unsorted and possibly
+// repeated (nil, true for "everyone").
+func (in influence) raw(u int32, out []int32) (_ []int32, all bool) {
 	g, p := in.g, in.p
 	add := func(w int32) { out = append(out, w) }
 	hasOther := func(w int32) bool {
@@ -85,19 +109,32 @@ func (in influence) ids(u int32) (out []int32, all bool) {
 	default:
 		return nil, true
 	}
-	slices.Sort(out)
-	return slices.Compact(out), false
+	return out, false
 }
 
-// of returns the labels of u's influencers, or ["*"].
+// of returns the labels of u's influencers in increasing (bytewise) order,
+// or ["*"].
 func (in influence) of(u int32) []string {
-	ids, all := in.ids(u)
+	o := in.order
+	o.once.Do(func() {
+		o.byLabel = in.g.ByLabel()
+		o.rank = make([]int32, len(o.byLabel))
+		for r, id := range o.byLabel {
+			o.rank[id] = int32(r)
+		}
+	})
+	ids, all := in.raw(u, nil)
 	if all {
 		return []string{Everyone}
 	}
-	out := make([]string, len(ids))
 	for i, w := range ids {
-		out[i] = in.g.Label(w)
+		ids[i] = o.rank[w]
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	out := make([]string, len(ids))
+	for i, r := range ids {
+		out[i] = in.g.Label(o.byLabel[r])
 	}
 	return out
 }

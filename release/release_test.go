@@ -322,6 +322,18 @@ func TestInfluenceSets(t *testing.T) {
 				for _, w := range ids {
 					set[w] = true
 				}
+				// The recorded labels are the same set, strictly increasing
+				// bytewise (the ledger's fast path; decimal labels put "10"
+				// before "9").
+				labels := release.InfluencerLabelsForTest(g, p, kind, u)
+				want := make([]string, len(ids))
+				for i, w := range ids {
+					want[i] = g.Label(w)
+				}
+				slices.Sort(want)
+				if !slices.Equal(labels, want) {
+					t.Fatalf("%v u=%d: labels %q, want %q", kind, u, labels, want)
+				}
 				err := p.Neighbours(g, u, 0, func(w int32, xs []int32, g2 *graph.Graph) error {
 					if set[w] {
 						return nil
