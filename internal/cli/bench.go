@@ -16,9 +16,9 @@ import (
 func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure the speed of scoring and sampling",
+		Short: "Measure the speed of scoring, sampling, serving and charging",
 	}
-	cmd.AddCommand(newBenchScoreCmd(), newBenchSampleCmd(), newBenchServeCmd())
+	cmd.AddCommand(newBenchScoreCmd(), newBenchSampleCmd(), newBenchServeCmd(), newBenchChargeCmd())
 	return cmd
 }
 

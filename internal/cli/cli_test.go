@@ -78,6 +78,8 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"score", "--graph", g, "--score", "cn", "--all", "--sigma", "1.5"}, "--sigma must be in [0,1]"},
 		{[]string{"score", "--graph", g, "--score", "cn", "--all", "--format", "xml"}, "csv or jsonl"},
 		{[]string{"bench", "score", "--graph", g, "--score", "cn", "--queries", "-3"}, "--queries"},
+		{[]string{"bench", "charge", "--users", "10"}, "--store is required"},
+		{[]string{"bench", "charge", "--store", "sqlite:x.db", "--order", "sideways"}, "--order must be label, number or random"},
 		{[]string{"gen", "ba", "--n", "1", "--out", filepath.Join(t.TempDir(), "x")}, "n"},
 		{[]string{"gen", "nope", "--out", "x"}, "unknown model"},
 	}
@@ -119,6 +121,11 @@ func TestGenStatsScore(t *testing.T) {
 	var m map[string]float64
 	if err := json.Unmarshal([]byte(out), &m); err != nil || len(m) != 5 || m["candidate_pairs"] <= 0 || m["queries"] != 300 {
 		t.Fatalf("bench output %s %v", out, err)
+	}
+	out, _, err = run(t, "bench", "charge", "--store", "sqlite:"+filepath.Join(dir, "l.db"), "--users", "700", "--order", "random", "--influencers", "2", "--json")
+	m = nil
+	if err := json.Unmarshal([]byte(out), &m); err != nil || len(m) != 3 || m["users"] != 700 || m["charges_per_second"] <= 0 {
+		t.Fatalf("bench charge output %s %v", out, err)
 	}
 }
 
