@@ -233,18 +233,30 @@ func (w *Worker) sums(u int32, r *Result) {
 
 	grow(r, nt)
 	cands, sc, pub := r.Cands, r.S, r.Pub
-	stamp, gen := w.stamp, w.gen
 	mask := len(acc) - 1
+	// u and its neighbours are not candidates. Rather than look each touched
+	// node up in stamp (a second random access per candidate), flip the sign
+	// of their sums (exact; a touched sum is > 0), skip negative sums, and
+	// flip them back so that At still reads their exact scores.
+	nbU := adj[off[u]:off[u+1]]
+	acc[int(u)&mask].s = -acc[int(u)&mask].s
+	for _, z := range nbU {
+		acc[int(z)&mask].s = -acc[int(z)&mask].s
+	}
 	k := 0
 	for _, v := range tch[:nt] {
-		if stamp[v] == gen {
+		x := acc[int(v)&mask]
+		if x.s < 0 {
 			continue
 		}
-		x := acc[int(v)&mask]
 		cands[k] = v
 		sc[k] = x.s
 		pub[k] = x.p
 		k++
+	}
+	acc[int(u)&mask].s = -acc[int(u)&mask].s
+	for _, z := range nbU {
+		acc[int(z)&mask].s = -acc[int(z)&mask].s
 	}
 	r.Cands, r.S, r.Pub = cands[:k], sc[:k], pub[:k]
 }
