@@ -430,6 +430,12 @@ func (r *Recommender) Recommend(ctx context.Context, users []string, k int) ([]R
 // its charge is committed. Memory is bounded by a window of users in
 // flight, independent of len(users). Charges are committed in batches (one
 // transaction per batch). emit is called from one goroutine at a time.
+//
+// For large batches pass users in label order (graph.Graph.ByLabel): the
+// ledger keys spending and releases by user label, so each transaction then
+// appends to its indexes. Scattered orders make every transaction rewrite
+// pages all over them (a million users on SQLite: 87 s of charging against
+// 22 s, `dplp bench charge --order random|label`).
 func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit func(i int, res Result) error) error {
 	if k < 1 {
 		return fmt.Errorf("release: k must be >= 1, got %d", k)
