@@ -311,11 +311,22 @@ func normalize(r Release, now time.Time) (Release, error) {
 	return r, nil
 }
 
+// plainLabel reports whether s is non-empty ASCII without NUL bytes: valid
+// as an influencer label with one cheap pass (the common case).
+func plainLabel(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == 0 || c >= 0x80 {
+			return false
+		}
+	}
+	return s != ""
+}
+
 func normInfluencers(user string, in []string) ([]string, error) {
 	sorted := true // strictly increasing: already deduplicated (the release path's form)
 	star := false
 	for i, w := range in {
-		if w == "" || !utf8.ValidString(w) || strings.IndexByte(w, 0) >= 0 {
+		if !plainLabel(w) && (w == "" || !utf8.ValidString(w) || strings.IndexByte(w, 0) >= 0) {
 			return nil, checkText(fmt.Sprintf("influencer of %q", user), w, false)
 		}
 		star = star || w == "*"
