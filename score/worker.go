@@ -149,15 +149,29 @@ func (w *Worker) counts(u int32, r *Result) {
 
 	grow(r, nt)
 	cands, sc, pub := r.Cands, r.S, r.Pub
-	stamp, gen := w.stamp, w.gen
 	mask := len(cnt) - 1
+	// As in sums: mark u and its neighbours in their counters (bit 63; the
+	// public count in the high half is < 2^31) instead of looking each
+	// touched node up in stamp, and clear the marks afterwards.
+	const mark = 1 << 63
+	nbU := adj[off[u]:off[u+1]]
+	cnt[int(u)&mask] |= mark
+	for _, z := range nbU {
+		cnt[int(z)&mask] |= mark
+	}
+	defer func() {
+		cnt[int(u)&mask] &^= mark
+		for _, z := range nbU {
+			cnt[int(z)&mask] &^= mark
+		}
+	}()
 	k := 0
 	if s.kind == CN {
 		for _, v := range tch[:nt] {
-			if stamp[v] == gen {
+			x := cnt[int(v)&mask]
+			if x&mark != 0 {
 				continue
 			}
-			x := cnt[int(v)&mask]
 			cands[k] = v
 			sc[k] = float64(uint32(x))
 			pub[k] = float64(x >> 32)
@@ -167,10 +181,10 @@ func (w *Worker) counts(u int32, r *Result) {
 		du := s.deg[u]
 		deg, pubDeg := s.deg, s.pubDeg
 		for _, v := range tch[:nt] {
-			if stamp[v] == gen {
+			x := cnt[int(v)&mask]
+			if x&mark != 0 {
 				continue
 			}
-			x := cnt[int(v)&mask]
 			c, cp := int32(uint32(x)), int32(x>>32)
 			cands[k] = v
 			// c >= 1, so the union du+deg(v)-c >= deg(v) >= 1.
