@@ -553,7 +553,7 @@ func (s *sqlStore) foldExposure(ctx context.Context) error {
 			// Up to foldPages pages of releases per transaction: on a graph
 			// with hubs a few thousand releases already touch most parties,
 			// so the rows written per transaction hardly grow with the pages.
-			expo := map[string][2]float64{}
+			expo := newFoldAcc()
 			var ids []int64
 			for page := 0; page < foldPages; page++ {
 				after := int64(0)
@@ -587,7 +587,7 @@ var foldPages = 64
 // readUnfolded reads the next page of up to foldBatch unfolded releases with
 // id > after, adds their cost and rho to expo per influencer and their ids to
 // ids; it returns the number of releases read.
-func readUnfolded(ctx context.Context, q querier, after int64, expo map[string][2]float64, ids *[]int64) (int, error) {
+func readUnfolded(ctx context.Context, q querier, after int64, expo *foldAcc, ids *[]int64) (int, error) {
 	rs, err := q.query(ctx, "SELECT id, cost, rho, influencers FROM releases WHERE folded = 0 AND id > ? ORDER BY id LIMIT ?", after, foldBatch)
 	if err != nil {
 		return 0, err
@@ -601,13 +601,7 @@ func readUnfolded(ctx context.Context, q querier, after int64, expo map[string][
 		if err := rs.Scan(&id, &cost, &rho, &raw); err != nil {
 			return 0, err
 		}
-		err := eachInfluencer(raw, func(w string) {
-			e, ok := expo[w]
-			if !ok {
-				w = strings.Clone(w) // w may point into raw: do not keep raw alive
-			}
-			expo[w] = [2]float64{e[0] + cost, e[1] + rho}
-		})
+		err := eachInfluencer(raw, func(w string) { expo.add(w, cost, rho) })
 		if err != nil {
 			return 0, fmt.Errorf("release %d: stored influencers: %w", id, err)
 		}
@@ -615,6 +609,88 @@ func readUnfolded(ctx context.Context, q querier, after int64, expo map[string][
 		read++
 	}
 	return read, rs.Err()
+}
+
+// foldAcc sums cost and rho per influencing party for a fold. Parties
+// labelled by canonical decimal numbers below denseFoldLimit (the common
+// case: the datasets' labels) are summed in dense arrays indexed by the
+// number, one memory access per occurrence; others in a map. A fold adds
+// hundreds of millions of occurrences over a million parties, and the map's
+// two cache misses per lookup (its control word and the key's bytes) were
+// most of its time. Each party's additions happen in the same order either
+// way, so the sums are the same.
+type foldAcc struct {
+	dense   [][2]float64
+	seen    []bool
+	touched []int32
+	other   map[string][2]float64
+}
+
+// denseFoldLimit bounds the dense arrays (17 bytes per slot: 570 MB at
+// most, only when labels that large occur).
+const denseFoldLimit = 1 << 25
+
+func newFoldAcc() *foldAcc { return &foldAcc{other: map[string][2]float64{}} }
+
+// decimalLabel returns the value of s if s is the canonical decimal form of
+// a number below denseFoldLimit (no sign, no leading zero but "0").
+func decimalLabel(s string) (int, bool) {
+	if len(s) == 0 || len(s) > 8 || (s[0] == '0' && len(s) > 1) {
+		return 0, false
+	}
+	v := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v, v < denseFoldLimit
+}
+
+func (a *foldAcc) add(w string, cost, rho float64) {
+	if v, ok := decimalLabel(w); ok {
+		if v >= len(a.dense) {
+			n := min(denseFoldLimit, max(v+1, 2*len(a.dense), 1024))
+			a.dense = append(a.dense, make([][2]float64, n-len(a.dense))...)
+			a.seen = append(a.seen, make([]bool, n-len(a.seen))...)
+		}
+		if !a.seen[v] {
+			a.seen[v] = true
+			a.touched = append(a.touched, int32(v))
+		}
+		e := &a.dense[v]
+		e[0] += cost
+		e[1] += rho
+		return
+	}
+	e, ok := a.other[w]
+	if !ok {
+		w = strings.Clone(w) // w may point into a row's text: do not keep it alive
+	}
+	a.other[w] = [2]float64{e[0] + cost, e[1] + rho}
+}
+
+// sorted returns every party added and its sums, parties in sorted order.
+func (a *foldAcc) sorted() ([]string, [][2]float64) {
+	parties := make([]string, 0, len(a.touched)+len(a.other))
+	for _, v := range a.touched {
+		parties = append(parties, strconv.Itoa(int(v)))
+	}
+	for w := range a.other {
+		parties = append(parties, w)
+	}
+	sort.Strings(parties)
+	sums := make([][2]float64, len(parties))
+	for i, w := range parties {
+		if v, ok := decimalLabel(w); ok {
+			sums[i] = a.dense[v]
+		} else {
+			sums[i] = a.other[w]
+		}
+	}
+	return parties, sums
 }
 
 // eachInfluencer calls fn for every label of a stored influencer list (a
@@ -670,17 +746,12 @@ func splitPlain(raw string, fn func(string)) (int, bool) {
 
 // applyFold adds expo to the exposure rows (in sorted party order, one
 // multi-row upsert per chunk) and marks the releases ids folded.
-func applyFold(ctx context.Context, q querier, ids []int64, expo map[string][2]float64) error {
-	parties := make([]string, 0, len(expo))
-	for w := range expo {
-		parties = append(parties, w)
-	}
-	sort.Strings(parties)
+func applyFold(ctx context.Context, q querier, ids []int64, expo *foldAcc) error {
+	parties, sums := expo.sorted()
 	err := execRows(ctx, q, len(parties), 3, "INSERT INTO exposure (party, eps, rho) VALUES ",
 		" ON CONFLICT (party) DO UPDATE SET eps = exposure.eps + excluded.eps, rho = exposure.rho + excluded.rho",
 		func(i int, args []any) []any {
-			e := expo[parties[i]]
-			return append(args, parties[i], e[0], e[1])
+			return append(args, parties[i], sums[i][0], sums[i][1])
 		})
 	if err != nil {
 		return err
