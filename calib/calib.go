@@ -251,6 +251,22 @@ func (p *Plan) Utility(s, sPub float64) float64 {
 	return s / p.norm
 }
 
+// AppendUtilities appends Utility(s[i], pub[i]) to dst for every i in idx,
+// in order: the same values, in one call per candidate list (a Transform
+// with an AppendUtilities method of its own evaluates them in one loop).
+func (p *Plan) AppendUtilities(dst, s, pub []float64, idx []int) []float64 {
+	type batch interface {
+		AppendUtilities(dst, s []float64, idx []int, sMax float64) []float64
+	}
+	if b, ok := p.cfg.Transform.(batch); ok && p.cfg.Method != PublicOnly {
+		return b.AppendUtilities(dst, s, idx, p.q.SMax)
+	}
+	for _, i := range idx {
+		dst = append(dst, p.Utility(s[i], pub[i]))
+	}
+	return dst
+}
+
 // Exact reports whether the plan adds no noise.
 func (p *Plan) Exact() bool { return p.Scale == 0 }
 

@@ -159,3 +159,44 @@ func TestLexicographicPlan(t *testing.T) {
 		t.Fatal("lexicographic Laplace accepted")
 	}
 }
+
+// batchFixed is fixed with a batch method that disagrees on purpose, to see
+// which path AppendUtilities takes.
+type batchFixed struct{ fixed }
+
+func (batchFixed) AppendUtilities(dst, s []float64, idx []int, sMax float64) []float64 {
+	for range idx {
+		dst = append(dst, -1)
+	}
+	return dst
+}
+
+// TestAppendUtilities: the plan's batch gives Utility's values in idx's
+// order without a batch-capable transform (public-only, untransformed,
+// per-item transforms), and uses the transform's batch method otherwise.
+func TestAppendUtilities(t *testing.T) {
+	s, pub, idx := []float64{1, 2, 3}, []float64{5, 0, 7}, []int{2, 0, 0, 1}
+	for _, cfg := range []Config{
+		{Method: Exponential, Kind: score.AA, Eps: 1},
+		{Method: PublicOnly, Kind: score.AA, Eps: 1},
+		{Method: Exponential, Kind: score.AA, Eps: 1, Transform: fixed{}},
+		{Method: PublicOnly, Kind: score.AA, Eps: 1, Transform: batchFixed{}},
+	} {
+		p := cfg.Plan(Query{DeltaS: 1, SMax: 4})
+		got := p.AppendUtilities([]float64{9}, s, pub, idx)
+		want := []float64{9}
+		for _, i := range idx {
+			want = append(want, p.Utility(s[i], pub[i]))
+		}
+		for k := range want {
+			if got[k] != want[k] {
+				t.Fatalf("%+v: %v, want %v", cfg, got, want)
+			}
+		}
+	}
+	bcfg := Config{Method: Exponential, Kind: score.AA, Eps: 1, Transform: batchFixed{}}
+	p := bcfg.Plan(Query{DeltaS: 1, SMax: 4})
+	if got := p.AppendUtilities(nil, s, pub, idx); len(got) != 4 || got[0] != -1 {
+		t.Fatalf("batch method not used: %v", got)
+	}
+}

@@ -287,6 +287,18 @@ func (m *Model) Utility(s, sPub, sMax float64) float64 {
 	return m.f.Eval(ratio(s, sMax))
 }
 
+// AppendUtilities appends Utility(s[i], ·, sMax) to dst for every i in idx,
+// in order (calib.Plan.AppendUtilities uses it for a whole candidate list).
+func (m *Model) AppendUtilities(dst, s []float64, idx []int, sMax float64) []float64 {
+	if sMax > 0 {
+		return m.f.AppendRatios(dst, s, idx, sMax)
+	}
+	for _, i := range idx {
+		dst = append(dst, m.f.Eval(ratio(s[i], sMax)))
+	}
+	return dst
+}
+
 func ratio(s, sMax float64) float64 {
 	if !(sMax > 0) {
 		if s != s {

@@ -225,6 +225,19 @@ func TestUtilityAndDelta(t *testing.T) {
 	if m.Utility(0, 0, 0) != f.Eval(0) {
 		t.Error("sMax = 0 must map to x = 0")
 	}
+	// The batch path gives Utility's values bit for bit, in idx's order,
+	// for every sMax (0 and NaN take the per-item path).
+	scores := []float64{0, 3, 9.99, 10, 11, -1, 2.5e-9, math.NaN()}
+	idx := []int{7, 0, 3, 3, 1, 6, 2, 5, 4}
+	for _, sMax := range []float64{10, 0.7, 0, math.NaN()} {
+		got := m.AppendUtilities(nil, scores, idx, sMax)
+		for k, i := range idx {
+			want := m.Utility(scores[i], 0, sMax)
+			if math.Float64bits(got[k]) != math.Float64bits(want) && !(math.IsNaN(got[k]) && math.IsNaN(want)) {
+				t.Errorf("sMax %v: AppendUtilities[%d] = %v, Utility %v", sMax, k, got[k], want)
+			}
+		}
+	}
 }
 
 func TestCompileRejects(t *testing.T) {

@@ -85,9 +85,9 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 			sm.idx = append(sm.idx, i)
 		}
 	}
-	sm.u.Vals, sm.pub = sm.u.Vals[:0], sm.pub[:0]
+	sm.u.Vals = plan.AppendUtilities(sm.u.Vals[:0], in.S, in.Pub, sm.idx)
+	sm.pub = sm.pub[:0]
 	for _, i := range sm.idx {
-		sm.u.Vals = append(sm.u.Vals, plan.Utility(in.S[i], in.Pub[i]))
 		sm.pub = append(sm.pub, in.Pub[i])
 	}
 	sm.u.Blocks = sm.u.Blocks[:0]

@@ -103,6 +103,32 @@ func (t *Table) Eval(x float64) float64 {
 	return v[i] + f*(v[i+1]-v[i])
 }
 
+// AppendRatios appends T(s[i]/den) to dst for every i in idx, in order: the
+// values Eval(s[i]/den) gives, computed in one loop (this runs for every
+// candidate of every released list). den must be > 0.
+func (t *Table) AppendRatios(dst []float64, s []float64, idx []int, den float64) []float64 {
+	v := t.v
+	last := len(v) - 1
+	for _, j := range idx {
+		x := s[j] / den
+		var y float64
+		switch {
+		case x > 0 && x < 1:
+			// Eval's interior case, the same arithmetic.
+			pos := x * float64(last)
+			if i := int(pos); i < last {
+				y = v[i] + (pos-float64(i))*(v[i+1]-v[i])
+			} else {
+				y = v[last]
+			}
+		default:
+			y = t.Eval(x)
+		}
+		dst = append(dst, y)
+	}
+	return dst
+}
+
 // Delta returns the sensitivity of T for a change of at most dx in x:
 //
 //	Delta(dx) = sup over x in [0, 1] of T(min(x+dx, 1)) - T(x),

@@ -152,3 +152,38 @@ func TestDeltaIsExactSupremum(t *testing.T) {
 		}
 	})
 }
+
+// TestAppendRatiosMatchesEval: the batch evaluation gives bit for bit the
+// values of Eval(s/den), for points inside, at and outside [0, 1], NaN
+// included, on tables of any size.
+func TestAppendRatiosMatchesEval(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		m := rapid.IntRange(2, 200).Draw(t, "m")
+		vals := make([]float64, m)
+		acc := rapid.Float64Range(-5, 5).Draw(t, "v0")
+		for i := range vals {
+			acc += rapid.Float64Range(0, 3).Draw(t, "step")
+			vals[i] = acc
+		}
+		tab, err := NewTable(vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := rapid.SliceOfN(rapid.OneOf(rapid.Float64Range(-1, 12), rapid.SampledFrom([]float64{0, 10, math.NaN(), math.Inf(1), math.Inf(-1), 9.999999999999998})), 0, 50).Draw(t, "s")
+		den := rapid.OneOf(rapid.Float64Range(1e-3, 20), rapid.Just(10.0)).Draw(t, "den")
+		idx := make([]int, len(s))
+		for i := range idx {
+			idx[i] = len(s) - 1 - i // any order
+		}
+		got := tab.AppendRatios([]float64{-7}, s, idx, den)
+		if len(got) != len(s)+1 || got[0] != -7 {
+			t.Fatalf("AppendRatios did not append: %v", got)
+		}
+		for k, i := range idx {
+			want := tab.Eval(s[i] / den)
+			if g := got[k+1]; math.Float64bits(g) != math.Float64bits(want) && !(math.IsNaN(g) && math.IsNaN(want)) {
+				t.Fatalf("s=%v den=%v: AppendRatios %v, Eval %v", s[i], den, g, want)
+			}
+		}
+	})
+}
