@@ -20,7 +20,7 @@ var steps = []struct {
 	{"convert", [3]float64{0.10, 1.45, 19.2}},
 	{"stats", [3]float64{0.10, 2.5, 200}},
 	{"train", [3]float64{2.61, 45, 97}},
-	{"recommend --all (durable)", [3]float64{3.7, 45, 806}},
+	{"recommend --all (durable)", [3]float64{3.7, 45, 592}},
 }
 
 func main() {
