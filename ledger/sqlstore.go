@@ -184,6 +184,9 @@ type idemRef struct{ user, key string }
 // spend rows back.
 func chargeTx(ctx context.Context, b backend, q querier, items []Release, enc []encoded, bad []error, users []string, cap Cap) ([]ChargeResult, error) {
 	results := make([]ChargeResult, len(items))
+	for i := range items {
+		items[i].ID = 0 // a retried transaction starts afresh: no ID is reserved yet
+	}
 	// Lock every user's spend row in one global order (sorted users) so that
 	// concurrent PostgreSQL transactions cannot deadlock. SQLite holds the
 	// database write lock already (BEGIN IMMEDIATE).
