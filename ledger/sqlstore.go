@@ -630,8 +630,8 @@ type foldAcc struct {
 }
 
 // denseFoldLimit bounds the dense arrays (17 bytes per slot: 570 MB at
-// most, only when labels that large occur).
-const denseFoldLimit = 1 << 25
+// most, only when labels that large occur). A variable for tests.
+var denseFoldLimit = 1 << 25
 
 func newFoldAcc() *foldAcc { return &foldAcc{other: map[string][2]float64{}} }
 
