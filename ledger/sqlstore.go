@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -351,10 +352,6 @@ func lookupIdem(ctx context.Context, q querier, items []Release, bad []error) (m
 	return known, nil
 }
 
-// releaseRowsPerStatement is how many releases one INSERT writes (12
-// parameters each: well under both databases' limits).
-const releaseRowsPerStatement = 64
-
 // encoded holds a release's list and influencers as stored: JSON arrays.
 type encoded struct{ list, infl string }
 
@@ -372,10 +369,9 @@ func encode(r *Release, buf *[]byte) encoded {
 // already set, enc their encoded columns) in multi-row statements: one
 // statement per release cost as much as the row itself.
 func insertReleases(ctx context.Context, q querier, items []Release, enc []encoded, fresh []int) error {
-	for lo := 0; lo < len(fresh); lo += releaseRowsPerStatement {
-		part := fresh[lo:min(lo+releaseRowsPerStatement, len(fresh))]
-		args := make([]any, 0, 13*len(part))
-		for _, i := range part {
+	return execRows(ctx, q, len(fresh), 13, "INSERT INTO releases (id, user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded) VALUES ", "",
+		func(n int, args []any) []any {
+			i := fresh[n]
 			r := &items[i]
 			var idem any
 			if r.IdemKey != "" {
@@ -392,15 +388,8 @@ func insertReleases(ctx context.Context, q querier, items []Release, enc []encod
 			if len(r.Influencers) > 0 {
 				folded = 0
 			}
-			args = append(args, r.ID, r.User, r.Model, r.K, enc[i].list, r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), enc[i].infl, folded)
-		}
-		tuple := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-		if err := q.exec(ctx, `INSERT INTO releases (id, user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded) VALUES `+
-			tuple+strings.Repeat(", "+tuple, len(part)-1), args...); err != nil {
-			return err
-		}
-	}
-	return nil
+			return append(args, r.ID, r.User, r.Model, r.K, enc[i].list, r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), enc[i].infl, folded)
+		})
 }
 
 // writeSpends writes the changed spend rows back, one statement per chunk.
@@ -677,21 +666,21 @@ func (a *foldAcc) add(w string, cost, rho float64) {
 
 // sorted returns every party added and its sums, parties in sorted order.
 func (a *foldAcc) sorted() ([]string, [][2]float64) {
-	parties := make([]string, 0, len(a.touched)+len(a.other))
+	type entry struct {
+		party string
+		sums  [2]float64
+	}
+	all := make([]entry, 0, len(a.touched)+len(a.other))
 	for _, v := range a.touched {
-		parties = append(parties, strconv.Itoa(int(v)))
+		all = append(all, entry{strconv.Itoa(int(v)), a.dense[v]})
 	}
-	for w := range a.other {
-		parties = append(parties, w)
+	for w, e := range a.other {
+		all = append(all, entry{w, e})
 	}
-	sort.Strings(parties)
-	sums := make([][2]float64, len(parties))
-	for i, w := range parties {
-		if v, ok := decimalLabel(w); ok {
-			sums[i] = a.dense[v]
-		} else {
-			sums[i] = a.other[w]
-		}
+	slices.SortFunc(all, func(x, y entry) int { return strings.Compare(x.party, y.party) })
+	parties, sums := make([]string, len(all)), make([][2]float64, len(all))
+	for i, e := range all {
+		parties[i], sums[i] = e.party, e.sums
 	}
 	return parties, sums
 }

@@ -124,22 +124,17 @@ func (in influence) of(u int32) []string {
 	o.once.Do(func() {
 		byLabel := in.g.ByLabel()
 		o.rank = make([]int32, len(byLabel))
-		total := 0
+		ends := make([]int, len(byLabel))
+		var b strings.Builder
 		for r, id := range byLabel {
 			o.rank[id] = int32(r)
-			total += len(in.g.Label(id))
-		}
-		var b strings.Builder
-		b.Grow(total)
-		for _, id := range byLabel {
 			b.WriteString(in.g.Label(id))
+			ends[r] = b.Len()
 		}
-		arena, off := b.String(), 0
+		arena, start := b.String(), 0
 		o.sorted = make([]string, len(byLabel))
-		for r, id := range byLabel {
-			n := len(in.g.Label(id))
-			o.sorted[r] = arena[off : off+n]
-			off += n
+		for r, end := range ends {
+			o.sorted[r], start = arena[start:end], end
 		}
 	})
 	ids, all := in.raw(u, nil)

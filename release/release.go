@@ -434,8 +434,8 @@ func (r *Recommender) Recommend(ctx context.Context, users []string, k int) ([]R
 // For large batches pass users in label order (graph.Graph.ByLabel): the
 // ledger keys spending and releases by user label, so each transaction then
 // appends to its indexes. Scattered orders make every transaction rewrite
-// pages all over them (a million users on SQLite: 62 s of charging against
-// 12 s, `dplp bench charge --order random|label`).
+// pages all over them (a million users on SQLite: 62-73 s of charging
+// against 12-15 s, `dplp bench charge --order random|label`).
 func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit func(i int, res Result) error) error {
 	if k < 1 {
 		return fmt.Errorf("release: k must be >= 1, got %d", k)

@@ -253,10 +253,7 @@ func (w *Worker) sums(u int32, r *Result) {
 	// of their sums (exact; a touched sum is > 0), skip negative sums, and
 	// flip them back so that At still reads their exact scores.
 	nbU := adj[off[u]:off[u+1]]
-	acc[int(u)&mask].s = -acc[int(u)&mask].s
-	for _, z := range nbU {
-		acc[int(z)&mask].s = -acc[int(z)&mask].s
-	}
+	flipSums(acc, u, nbU)
 	k := 0
 	for _, v := range tch[:nt] {
 		x := acc[int(v)&mask]
@@ -268,11 +265,18 @@ func (w *Worker) sums(u int32, r *Result) {
 		pub[k] = x.p
 		k++
 	}
+	flipSums(acc, u, nbU)
+	r.Cands, r.S, r.Pub = cands[:k], sc[:k], pub[:k]
+}
+
+// flipSums negates the sums of u and its neighbours nbU: sums' mark (and
+// unmark) for the candidate extraction.
+func flipSums(acc []accum, u int32, nbU []int32) {
+	mask := len(acc) - 1
 	acc[int(u)&mask].s = -acc[int(u)&mask].s
 	for _, z := range nbU {
 		acc[int(z)&mask].s = -acc[int(z)&mask].s
 	}
-	r.Cands, r.S, r.Pub = cands[:k], sc[:k], pub[:k]
 }
 
 // addSums is addCounts for AA/RA: acc[v].s += a, acc[v].p += b. A touched
