@@ -1,12 +1,14 @@
 package graph
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/dplp/dplp/internal/par"
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 )
@@ -133,8 +135,10 @@ func ReadFile(path string) (*Graph, *ReadReport, error) {
 // fields separated by whitespace or commas; '#' and '%' comment lines; every
 // field valid UTF-8 without NUL or '"'). Columns after the second (weights)
 // are ignored and counted. Labels are arbitrary strings mapped to dense ids in
-// order of first appearance. name is used in error messages, which name the
-// line and the problem. The input is tokenized in parallel on all cores.
+// the canonical order (CompareLabels; canonical.go), so ids depend only on
+// the set of labels, never on the order of lines or of the two endpoints.
+// name is used in error messages, which name the line and the problem. The
+// input is tokenized in parallel on all cores.
 func Parse(r io.Reader, name string) (*Graph, *ReadReport, error) {
 	rep := &ReadReport{Name: name}
 	chunks, labels, err := parseEdges(r, name, rep)
@@ -143,6 +147,16 @@ func Parse(r io.Reader, name string) (*Graph, *ReadReport, error) {
 	}
 	if rep.EdgeLines == 0 {
 		return nil, rep, fmt.Errorf("%s: %w (no edge lines in %d lines)", name, ErrEmpty, rep.Lines)
+	}
+	if rank := canonicalRanks(labels); rank != nil {
+		labels = permuteLabels(labels, rank)
+		_ = par.Run(context.Background(), len(chunks), par.Options{}, func(int) struct{} { return struct{}{} }, func(_ struct{}, i int) error {
+			for j := range chunks[i] {
+				e := &chunks[i][j]
+				e.U, e.V = rank[e.U], rank[e.V]
+			}
+			return nil
+		})
 	}
 	g, st, err := fromEdgeChunks(len(labels), chunks, labels)
 	rep.BuildStats = st
