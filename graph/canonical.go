@@ -216,11 +216,11 @@ func checkLabel(l string) error {
 	var f lineFields
 	line := []byte(l + "\n")
 	nextLine(line, 0, &f)
-	if f.n != 1 || string(f.tok[0]) != l {
-		return fmt.Errorf("graph: label %q is not a valid node label (labels are single fields without separators)", clip([]byte(l)))
+	if f.msg != "" {
+		return fmt.Errorf("graph: label %q: %s", clip([]byte(l)), f.msg)
 	}
-	if msg := f.check(); msg != "" {
-		return fmt.Errorf("graph: label %q: %s", clip([]byte(l)), msg)
+	if f.n != 1 || string(f.tok[0]) != l {
+		return fmt.Errorf("graph: label %q is not a valid node label (labels are single fields without separators or comment marks)", clip([]byte(l)))
 	}
 	return nil
 }

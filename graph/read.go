@@ -231,3 +231,45 @@ func clip(b []byte) string {
 	}
 	return string(b)
 }
+
+// ScanLabels reads a node-list file: one node label a line, with the line
+// syntax of Parse (comments, blank lines, byte-order mark, line ends). A
+// line with more than one field is an error naming the file and line. fn
+// gets the 1-based line number and the label (valid only during the call);
+// an error it returns is wrapped as a *LineError for that line.
+func ScanLabels(r io.Reader, name string, fn func(line int64, label []byte) error) (int64, error) {
+	br := &blockReader{r: r}
+	var buf []byte
+	var n int64
+	var f lineFields
+	for size := min(64<<10, parseBlockSize); ; size = min(2*size, parseBlockSize) {
+		data, rerr := br.next(buf, size)
+		for i := 0; i < len(data); {
+			i = nextLine(data, i, &f)
+			n++
+			if f.n == 0 && f.msg == "" {
+				continue
+			}
+			if f.msg != "" {
+				return n, &LineError{name, n, f.msg}
+			}
+			if f.n != 1 {
+				return n, &LineError{name, n, fmt.Sprintf("expected one node label, found %d fields", f.n)}
+			}
+			if err := fn(n, f.tok[0]); err != nil {
+				var le *LineError
+				if errors.As(err, &le) {
+					return n, err
+				}
+				return n, &LineError{name, n, err.Error()}
+			}
+		}
+		if rerr == io.EOF {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, readError(name, n, rerr)
+		}
+		buf = data[:0]
+	}
+}

@@ -139,3 +139,17 @@ func geomSkip(rng *rand.Rand, p float64) int {
 	}
 	return int(s)
 }
+
+// Renumber returns the set with node i renamed rank[i] on n >= len(rank)
+// nodes (rank maps old ids to distinct new ids below n, as graph.Canonical
+// and graph.WithNodes return; nodes beyond len(rank) have no marks).
+func (s *Set) Renumber(n int, rank []int32) (*Set, error) {
+	if len(rank) != s.N() {
+		return nil, fmt.Errorf("protect: renumbering %d nodes with a map of %d", s.N(), len(rank))
+	}
+	pairs := s.Pairs()
+	for i, p := range pairs {
+		pairs[i] = graph.Edge{U: rank[p.U], V: rank[p.V]}
+	}
+	return New(n, pairs)
+}

@@ -7,7 +7,9 @@
 //	offset  size  field
 //	0       8     magic "\x89DPLPG\r\n"
 //	8       4     format version (1)
-//	12      4     flags: bit 0 labels stored, bit 1 protection marks stored
+//	12      4     flags: bit 0 labels stored, bit 1 protection marks stored,
+//	              bit 2 the marks are synthetic (drawn from the graph: a
+//	              simulation, refused by deployment commands)
 //	16      8     N, the number of nodes
 //	24      8     adjacency entries (2 x edges)
 //	32      8     bytes of the label section (0 without labels)
@@ -23,7 +25,9 @@
 //	              mark offsets (N+1 x int64) and mark lists (int32 each).
 //
 // Without labels, node labels are the decimal ids (the writer omits labels
-// that equal them). Loading verifies magic, version, both checksums, that
+// that equal them). Node ids are canonical (graph.CompareLabels order); a
+// file written before numbering was canonical is renumbered when loaded,
+// marks with it, so every path sees the same ids for the same labels. Loading verifies magic, version, both checksums, that
 // the sizes match the file, and every structural invariant of graph.Graph and
 // protect.Set (graph.FromCSR, protect.FromCSR); any failure is an error
 // naming the file, never a panic.
@@ -56,7 +60,8 @@ const (
 	headerSize = 80
 	flagLabels = 1 << 0
 	flagMarks  = 1 << 1
-	knownFlags = flagLabels | flagMarks
+	flagSynth  = 1 << 2
+	knownFlags = flagLabels | flagMarks | flagSynth
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -66,6 +71,10 @@ type Snapshot struct {
 	Graph *graph.Graph
 	Marks *protect.Set     // nil when the file stores no protection marks
 	Build graph.BuildStats // what building the graph from its edge list dropped and merged
+	// SyntheticMarks reports that Marks were drawn from the graph itself
+	// (`dplp convert --sigma`): a simulation that carries no guarantee, which
+	// deployment commands refuse.
+	SyntheticMarks bool
 }
 
 // ErrNotSnapshot is returned by Decode when the data does not start with Magic.
@@ -135,10 +144,15 @@ func (h *header) expectedPayload(limit uint64) (uint64, bool) {
 // that sections can be used in place.
 var littleEndian = func() bool { x := uint16(1); return *(*byte)(unsafe.Pointer(&x)) == 1 }()
 
-// Write writes a snapshot of g, its build statistics and, when marks is not
-// nil, the protection marks (on the same nodes).
-func Write(w io.Writer, g *graph.Graph, marks *protect.Set, build graph.BuildStats) error {
+// Write writes a snapshot of s.Graph, its build statistics and, when
+// s.Marks is not nil, the protection marks (on the same nodes) and whether
+// they are synthetic.
+func Write(w io.Writer, s *Snapshot) error {
+	g, marks, build := s.Graph, s.Marks, s.Build
 	n := g.N()
+	if s.SyntheticMarks && marks == nil {
+		return errors.New("snapshot: synthetic marks flagged without marks")
+	}
 	if marks != nil && marks.N() != n {
 		return fmt.Errorf("snapshot: marks on %d nodes for a graph of %d", marks.N(), n)
 	}
@@ -171,6 +185,9 @@ func Write(w io.Writer, g *graph.Graph, marks *protect.Set, build graph.BuildSta
 			off[w+1] = int64(len(adj))
 		}
 		h.flags |= flagMarks
+		if s.SyntheticMarks {
+			h.flags |= flagSynth
+		}
 		h.mark = uint64(len(adj))
 		add(int64Bytes(off))
 		add(int32Bytes(adj))
@@ -194,7 +211,7 @@ func Write(w io.Writer, g *graph.Graph, marks *protect.Set, build graph.BuildSta
 
 // WriteFile writes a snapshot to path atomically (a temporary file in the
 // same directory, renamed into place).
-func WriteFile(path string, g *graph.Graph, marks *protect.Set, build graph.BuildStats) (err error) {
+func WriteFile(path string, s *Snapshot) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
@@ -209,7 +226,7 @@ func WriteFile(path string, g *graph.Graph, marks *protect.Set, build graph.Buil
 		return err
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
-	if err = Write(bw, g, marks, build); err != nil {
+	if err = Write(bw, s); err != nil {
 		return err
 	}
 	if err = bw.Flush(); err != nil {
@@ -301,6 +318,9 @@ func Decode(data []byte, name string) (*Snapshot, error) {
 		nodes: le.Uint64(data[16:]), adj: le.Uint64(data[24:]), labelBytes: le.Uint64(data[32:]), mark: le.Uint64(data[40:]),
 		selfLoops: le.Uint64(data[48:]), dups: le.Uint64(data[56:]), payloadLen: le.Uint64(data[64:]), payloadCRC: le.Uint32(data[72:]),
 	}
+	if h.flags&flagSynth != 0 && h.flags&flagMarks == 0 {
+		return nil, fmt.Errorf("%s: corrupted snapshot: synthetic-marks flag without marks", name)
+	}
 	if h.flags&^knownFlags != 0 {
 		return nil, fmt.Errorf("%s: corrupted snapshot: unknown flags %#x", name, h.flags)
 	}
@@ -348,12 +368,22 @@ func Decode(data []byte, name string) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: corrupted snapshot: %v", name, err)
 	}
-	s := &Snapshot{Graph: g, Build: graph.BuildStats{SelfLoopsDropped: int64(h.selfLoops), DuplicatesMerged: int64(h.dups)}}
+	s := &Snapshot{Graph: g, Build: graph.BuildStats{SelfLoopsDropped: int64(h.selfLoops), DuplicatesMerged: int64(h.dups)},
+		SyntheticMarks: h.flags&flagSynth != 0}
 	if h.flags&flagMarks != 0 {
 		moff := int64s(next(uint64(n+1)*8), aligned)
 		madj := int32s(next(h.mark*4), aligned)
 		if s.Marks, err = protect.FromCSR(moff, madj); err != nil {
 			return nil, fmt.Errorf("%s: corrupted snapshot: %v", name, err)
+		}
+	}
+	// Files written before numbering was canonical: renumber, marks too.
+	if cg, rank := graph.Canonical(s.Graph); rank != nil {
+		s.Graph = cg
+		if s.Marks != nil {
+			if s.Marks, err = s.Marks.Renumber(cg.N(), rank); err != nil {
+				return nil, fmt.Errorf("%s: %v", name, err)
+			}
 		}
 	}
 	return s, nil

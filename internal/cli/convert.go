@@ -21,7 +21,10 @@ given, protection marks (--protected FILE, or synthetic with --sigma; without
 either, the marks stored in an input snapshot are kept). Every command that
 takes --graph accepts the snapshot (recognised by its magic bytes, whatever its
 name) and loads it in one read; when no --protected or --sigma is given, the
-stored marks are used. The file is versioned and checksummed (CRC-32C); a
+stored marks are used. Synthetic marks (--sigma) are recorded as synthetic in
+the file, and deployment commands (recommend, serve) refuse them as they refuse
+--sigma. The node universe (--nodes, and every label of --protected) is kept:
+users without edges are nodes of the snapshot. The file is versioned and checksummed (CRC-32C); a
 corrupted, truncated or other-version file is an error. The output is
 replaced atomically.`,
 		Args: cobra.NoArgs,
@@ -37,15 +40,17 @@ replaced atomically.`,
 			if st, err := os.Stat(out); err == nil && !st.Mode().IsRegular() {
 				return fmt.Errorf("--out %s exists and is not a regular file", out)
 			}
-			g, rep, err := loadGraph(cmd, path)
+			d, err := loadData(cmd, path, &pf)
 			if err != nil {
 				return err
 			}
-			marks, err := pf.loadOptional(g)
+			g := d.Graph
+			marks, err := pf.loadOptional(cmd, d)
 			if err != nil {
 				return err
 			}
-			if err := snapshot.WriteFile(out, g, marks, rep.BuildStats); err != nil {
+			snap := &snapshot.Snapshot{Graph: g, Marks: marks, Build: d.Report.BuildStats, SyntheticMarks: marks != nil && pf.synthetic(d)}
+			if err := snapshot.WriteFile(out, snap); err != nil {
 				return fmt.Errorf("writing %s: %w", out, err)
 			}
 			var size int64
@@ -55,6 +60,9 @@ replaced atomically.`,
 			what := "no protection marks"
 			if marks != nil {
 				what = fmt.Sprintf("%d protected pairs", marks.Len())
+				if snap.SyntheticMarks {
+					what += " (synthetic: recorded as such; recommend and serve refuse them)"
+				}
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d nodes, %d edges, %s (%d bytes)\n", out, g.N(), g.M(), what, size)
 			return nil

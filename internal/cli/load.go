@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sync"
-	"weak"
 
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/progress"
@@ -17,68 +14,65 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// loadGraph reads --graph and prints the reader's notes to stderr. The file
-// is an edge list (see graph.Parse) or a binary snapshot (snapshot package;
-// recognised by its magic bytes, whatever its name). Protection marks stored
-// in a snapshot are remembered for protFlags.load.
+// loadGraph reads --graph (an edge list, or a binary snapshot recognised by
+// its magic bytes) through the one loader (snapshot.Open) and prints the
+// reader's notes to stderr.
 func loadGraph(cmd *cobra.Command, path string) (*graph.Graph, *graph.ReadReport, error) {
-	if path == "" {
-		return nil, nil, fmt.Errorf("--graph FILE is required")
-	}
-	if isSnap, err := snapshot.IsSnapshot(path); err != nil {
+	d, err := loadData(cmd, path, nil)
+	if err != nil {
 		return nil, nil, err
-	} else if isSnap {
-		s, err := snapshot.Load(path)
-		if err != nil {
-			return nil, nil, err
-		}
-		if s.Marks != nil {
-			rememberMarks(s.Graph, s.Marks)
-		}
-		return s.Graph, &graph.ReadReport{Name: path, BuildStats: s.Build}, nil
+	}
+	return d.Graph, d.Report, nil
+}
+
+// loadData reads --graph and, when pf is given, --nodes and --protected,
+// through snapshot.Open: the node universe is the labels of all three, and
+// ids are canonical (docs/privacy-model.md §15). A progress bar shows on
+// stderr for large edge lists.
+func loadData(cmd *cobra.Command, path string, pf *protFlags) (*snapshot.Dataset, error) {
+	if path == "" {
+		return nil, fmt.Errorf("--graph FILE is required")
+	}
+	src := snapshot.Source{Graph: path}
+	if pf != nil {
+		src.Marks, src.Nodes = pf.file, pf.nodes
 	}
 	var bar *progress.Bar
 	if st, err := os.Stat(path); err == nil && st.Size() > 32<<20 {
 		bar = progress.New(st.Size(), "reading "+filepath.Base(path))
+		src.Progress = func(n int) { bar.Add(n) }
 	}
-	r, c, err := graph.OpenProgress(path, func(n int) { bar.Add(n) })
-	if err != nil {
-		return nil, nil, err
-	}
-	g, rep, err := graph.Parse(r, path)
-	c.Close()
+	d, err := snapshot.Open(src)
 	bar.Finish()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	for _, n := range rep.Notes() {
+	for _, n := range d.Report.Notes() {
 		fmt.Fprintln(cmd.ErrOrStderr(), "note:", n)
 	}
-	return g, rep, nil
-}
-
-// snapshotMarks maps a graph loaded from a snapshot to the protection marks
-// stored with it. Keys are weak, and an entry is deleted when its graph is
-// collected.
-var snapshotMarks sync.Map // weak.Pointer[graph.Graph] -> *protect.Set
-
-func rememberMarks(g *graph.Graph, m *protect.Set) {
-	k := weak.Make(g)
-	snapshotMarks.Store(k, m)
-	runtime.AddCleanup(g, func(k weak.Pointer[graph.Graph]) { snapshotMarks.Delete(k) }, k)
-}
-
-// storedMarks returns the marks of the snapshot g was loaded from, or nil.
-func storedMarks(g *graph.Graph) *protect.Set {
-	if m, ok := snapshotMarks.Load(weak.Make(g)); ok {
-		return m.(*protect.Set)
+	if d.Declared > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: %d nodes without edges declared by the node list or the marks file\n", d.Declared)
 	}
-	return nil
+	return d, nil
+}
+
+// deploymentAnnotation marks commands that release lists to users
+// (recommend, serve): they refuse marks drawn from the graph itself.
+const deploymentAnnotation = "dplp/deployment"
+
+func isDeployment(cmd *cobra.Command) bool {
+	for c := cmd; c != nil; c = c.Parent() {
+		if c.Annotations[deploymentAnnotation] != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // protFlags are the shared flags selecting protection marks.
 type protFlags struct {
 	file     string
+	nodes    string
 	sigma    float64
 	nonEdges float64
 	seed     uint64
@@ -90,7 +84,8 @@ type protFlags struct {
 func (p *protFlags) register(cmd *cobra.Command, seedName string) {
 	f := cmd.Flags()
 	p.flags, p.seedName = f, seedName
-	f.StringVar(&p.file, "protected", "", "file of protected pairs `a b` (a marks b; may name non-edges)")
+	f.StringVar(&p.file, "protected", "", "file of protected pairs `a b` (a marks b; may name non-edges; its labels are nodes even without edges)")
+	f.StringVar(&p.nodes, "nodes", "", "node list, one label a line: users who exist with or without edges (the node universe)")
 	f.Float64Var(&p.sigma, "sigma", 0, "instead of --protected: mark this fraction of edges protected, in [0,1]")
 	f.Float64Var(&p.nonEdges, "protect-nonedges", 0, "with --sigma: also mark this fraction of each node's non-edges, in [0,1]")
 	f.Uint64Var(&p.seed, seedName, 1, "with --sigma: seed of the synthetic protection marks")
@@ -98,10 +93,12 @@ func (p *protFlags) register(cmd *cobra.Command, seedName string) {
 
 func (p *protFlags) changed(name string) bool { return p.flags != nil && p.flags.Changed(name) }
 
-// loadOptional returns the protection set from --protected, from --sigma, or
-// (neither given) the marks stored in the snapshot g was loaded from; nil
-// when there are none of these.
-func (p *protFlags) loadOptional(g *graph.Graph) (*protect.Set, error) {
+// loadOptional returns the protection set: from --protected (read with the
+// graph by loadData), from --sigma, or (neither given) the marks stored in the
+// snapshot the graph came from; nil when there are none of these. Synthetic
+// marks (--sigma, or a snapshot written by convert --sigma) are refused on
+// deployment commands.
+func (p *protFlags) loadOptional(cmd *cobra.Command, d *snapshot.Dataset) (*protect.Set, error) {
 	hasSigma := p.changed("sigma")
 	if !hasSigma {
 		for _, name := range []string{"protect-nonedges", p.seedName} {
@@ -114,7 +111,7 @@ func (p *protFlags) loadOptional(g *graph.Graph) (*protect.Set, error) {
 	case p.file != "" && hasSigma:
 		return nil, fmt.Errorf("give either --protected or --sigma, not both")
 	case p.file != "":
-		return protect.ReadFile(p.file, g)
+		return d.Marks, nil
 	case hasSigma:
 		if err := checkFrac("sigma", p.sigma); err != nil {
 			return nil, err
@@ -122,37 +119,46 @@ func (p *protFlags) loadOptional(g *graph.Graph) (*protect.Set, error) {
 		if err := checkFrac("protect-nonedges", p.nonEdges); err != nil {
 			return nil, err
 		}
-		return protect.Synthetic(g, p.sigma, p.nonEdges, randx.Derive(p.seed, 0x70726f74))
+		return protect.Synthetic(d.Graph, p.sigma, p.nonEdges, randx.Derive(p.seed, 0x70726f74))
 	}
-	return storedMarks(g), nil
+	if d.SyntheticMarks && isDeployment(cmd) {
+		return nil, fmt.Errorf("%s stores synthetic marks (drawn from the graph itself by convert --sigma): a simulation without a guarantee, refused for releases; give --protected FILE", d.Report.Name)
+	}
+	return d.Marks, nil
+}
+
+// synthetic reports whether the marks loadOptional returns for d are drawn
+// from the graph itself.
+func (p *protFlags) synthetic(d *snapshot.Dataset) bool {
+	return p.changed("sigma") || p.file == "" && d.SyntheticMarks
 }
 
 // load returns the protection set: from the file, synthetic, stored in the
 // snapshot the graph came from, or empty when none of these is given and
 // allowEmpty.
-func (p *protFlags) load(g *graph.Graph, allowEmpty bool) (*protect.Set, error) {
-	s, err := p.loadOptional(g)
+func (p *protFlags) load(cmd *cobra.Command, d *snapshot.Dataset, allowEmpty bool) (*protect.Set, error) {
+	s, err := p.loadOptional(cmd, d)
 	switch {
 	case err != nil:
 		return nil, err
 	case s != nil:
 		return s, nil
 	case allowEmpty:
-		return protect.Empty(g.N()), nil
+		return protect.Empty(d.Graph.N()), nil
 	}
 	return nil, fmt.Errorf("protection marks are required: --protected FILE or --sigma X (or a snapshot that stores marks)")
 }
 
-// loadGraphMarks reads --graph and the marks the protection flags select
-// (empty marks allowed when allowEmpty).
+// loadGraphMarks reads --graph, --nodes and the marks the protection flags
+// select (empty marks allowed when allowEmpty).
 func loadGraphMarks(cmd *cobra.Command, path string, pf *protFlags, allowEmpty bool) (*graph.Graph, *protect.Set, error) {
-	g, _, err := loadGraph(cmd, path)
+	d, err := loadData(cmd, path, pf)
 	if err != nil {
 		return nil, nil, err
 	}
-	prot, err := pf.load(g, allowEmpty)
+	prot, err := pf.load(cmd, d, allowEmpty)
 	if err != nil {
 		return nil, nil, err
 	}
-	return g, prot, nil
+	return d.Graph, prot, nil
 }

@@ -92,6 +92,13 @@ the paper's experiments. Start with: dplp demo`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newStatsCmd(), newGenCmd(), newScoreCmd(), newBenchCmd(), newAuditCmd(), newTrainCmd(), newRecommendCmd(), newDemoCmd(), newEvalLPCmd(), newExperimentCmd(), newAttackCmd(), newConvertCmd(), newServeCmd(), newLedgerCmd(), newAccountCmd())
+	rec, srv := newRecommendCmd(), newServeCmd()
+	for _, c := range []*cobra.Command{rec, srv} {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[deploymentAnnotation] = "true"
+	}
+	root.AddCommand(newStatsCmd(), newGenCmd(), newScoreCmd(), newBenchCmd(), newAuditCmd(), newTrainCmd(), rec, newDemoCmd(), newEvalLPCmd(), newExperimentCmd(), newAttackCmd(), newConvertCmd(), srv, newLedgerCmd(), newAccountCmd())
 	return root
 }
