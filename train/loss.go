@@ -15,7 +15,7 @@ func (t *trainer) lossGrad(q *prepQuery, noiseP, noiseN []float64, grad []float6
 		return 0, fmt.Errorf("f(1) - f(0) = %v (transform degenerate or diverged)", t.f1-t.f0)
 	}
 	if !(delta > 0) || math.IsInf(delta, 0) {
-		return 0, fmt.Errorf("Delta_f approximation is %v (transform degenerate or diverged)", delta)
+		return 0, fmt.Errorf("the Delta_f approximation is %v (transform degenerate or diverged)", delta)
 	}
 	inv := 1 / delta
 	// The hinge is shift-invariant (its dL/dq sum to zero), so utilities

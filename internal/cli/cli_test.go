@@ -123,6 +123,9 @@ func TestGenStatsScore(t *testing.T) {
 		t.Fatalf("bench output %s %v", out, err)
 	}
 	out, _, err = run(t, "bench", "charge", "--store", "sqlite:"+filepath.Join(dir, "l.db"), "--users", "700", "--order", "random", "--influencers", "2", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
 	m = nil
 	if err := json.Unmarshal([]byte(out), &m); err != nil || len(m) != 3 || m["users"] != 700 || m["charges_per_second"] <= 0 {
 		t.Fatalf("bench charge output %s %v", out, err)
