@@ -99,6 +99,6 @@ the paper's experiments. Start with: dplp demo`,
 		}
 		c.Annotations[deploymentAnnotation] = "true"
 	}
-	root.AddCommand(newStatsCmd(), newGenCmd(), newScoreCmd(), newBenchCmd(), newAuditCmd(), newTrainCmd(), rec, newDemoCmd(), newEvalLPCmd(), newExperimentCmd(), newAttackCmd(), newConvertCmd(), srv, newLedgerCmd(), newAccountCmd())
+	root.AddCommand(newStatsCmd(), newGenCmd(), newScoreCmd(), newBenchCmd(), newAuditCmd(), newTrainCmd(), rec, newDemoCmd(), newEvalLPCmd(), newExperimentCmd(), newAttackCmd(), newConvertCmd(), srv, newLedgerCmd(), newAccountCmd(), newVersionCmd())
 	return root
 }
