@@ -11,6 +11,7 @@ import (
 
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/atomicfile"
+	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/research/gen"
 	"github.com/klauspost/compress/gzip"
@@ -24,6 +25,7 @@ var genModelFlags = map[string][]string{
 	"latent": {"dim", "mean-degree", "radius", "coords"},
 	"ba":     {"m"},
 	"er":     {"p", "edges"},
+	"marks":  {"graph", "sigma", "non-edges"},
 }
 
 // genOptions holds the flag values of the gen command and, after validate,
@@ -36,6 +38,9 @@ type genOptions struct {
 	edges       int64
 	seed        uint64
 
+	graph           string  // marks: the graph to mark
+	sigma, nonEdges float64 // marks: fractions of edges and of each node's non-edges
+
 	model string
 	rad   float64
 }
@@ -43,8 +48,8 @@ type genOptions struct {
 func newGenCmd() *cobra.Command {
 	o := &genOptions{}
 	cmd := &cobra.Command{
-		Use:   "gen latent|ba|er --out FILE [flags]",
-		Short: "Generate a seeded synthetic graph as an edge list",
+		Use:   "gen latent|ba|er|marks --out FILE [flags]",
+		Short: "Generate a seeded synthetic graph as an edge list, or protection marks for a graph",
 		Long: `Generates a synthetic graph and writes it as an edge list ("u v" lines; .gz or
 .zst output by extension; --out - writes uncompressed to standard output):
   latent  the latent-space model of the paper's Section 5: --n points uniform in the
@@ -53,14 +58,24 @@ func newGenCmd() *cobra.Command {
           the latent coordinates ("label x1 x2 ...") for oracle rankings.
   ba      Barabasi-Albert preferential attachment, --m edges per new node.
   er      Erdos-Renyi G(n, p) with --p, or G(n, m) with --edges.
+  marks   protection marks for --graph G: a seeded fraction --sigma of its edges
+          and, with --non-edges Y, a fraction Y of each node's non-edges, written
+          as a marks file ("a b" lines, labels of G) for --protected. The draw is
+          the one --sigma X --protect-seed N makes inside other commands, so
+          "gen marks --sigma X --seed N" writes exactly those marks. For test
+          deployments: marks drawn from the graph itself are a simulation (they
+          depend on the private graph); real marks come from users.
 Every flag is validated before anything is written. Output files are replaced
 atomically and must be regular files (or not exist yet). Requests whose memory
 estimate exceeds 8 GiB are refused.`,
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"latent", "ba", "er"},
+		ValidArgs: []string{"latent", "ba", "er", "marks"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(cmd, args[0]); err != nil {
 				return err
+			}
+			if o.model == "marks" {
+				return o.runMarks(cmd)
 			}
 			return o.run(cmd)
 		},
@@ -81,6 +96,9 @@ func (o *genOptions) register(cmd *cobra.Command) {
 	f.Float64Var(&o.p, "p", 0, "er: edge probability in (0,1] (G(n,p))")
 	f.Int64Var(&o.edges, "edges", 0, "er: exact number of edges (G(n,m)), instead of --p")
 	f.Uint64Var(&o.seed, "seed", 1, "random seed")
+	f.StringVar(&o.graph, "graph", "", "marks: the graph (edge list or snapshot) to draw marks for")
+	f.Float64Var(&o.sigma, "sigma", 0, "marks: fraction of edges marked protected, in [0,1]")
+	f.Float64Var(&o.nonEdges, "non-edges", 0, "marks: also mark this fraction of each node's non-edges, in [0,1]")
 }
 
 // validate checks every flag for model before anything is written.
@@ -88,7 +106,7 @@ func (o *genOptions) validate(cmd *cobra.Command, model string) error {
 	o.model = model
 	own, ok := genModelFlags[model]
 	if !ok {
-		return fmt.Errorf("unknown model %q (want latent, ba or er)", model)
+		return fmt.Errorf("unknown model %q (want latent, ba, er or marks)", model)
 	}
 	fl := cmd.Flags()
 	for other, names := range genModelFlags {
@@ -109,6 +127,8 @@ func (o *genOptions) validate(cmd *cobra.Command, model string) error {
 	}
 	var err error
 	switch model {
+	case "marks":
+		err = o.validateMarks(cmd)
 	case "latent":
 		err = o.validateLatent(cmd)
 	case "ba":
@@ -296,5 +316,56 @@ func writeCoords(w io.Writer, lg *gen.LatentGraph) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// validateMarks checks gen marks' flags.
+func (o *genOptions) validateMarks(cmd *cobra.Command) error {
+	fl := cmd.Flags()
+	if o.graph == "" {
+		return fmt.Errorf("gen marks needs --graph FILE")
+	}
+	if !fl.Changed("sigma") {
+		return fmt.Errorf("gen marks needs --sigma X (the fraction of edges marked)")
+	}
+	if fl.Changed("n") {
+		return fmt.Errorf("--n is for the graph models, not marks (marks takes --graph --sigma --non-edges --seed --out)")
+	}
+	if err := checkFrac("sigma", o.sigma); err != nil {
+		return err
+	}
+	return checkFrac("non-edges", o.nonEdges)
+}
+
+// runMarks is gen marks: the synthetic marks --sigma draws elsewhere,
+// written as a marks file.
+func (o *genOptions) runMarks(cmd *cobra.Command) error {
+	g, _, err := loadGraph(cmd, o.graph)
+	if err != nil {
+		return err
+	}
+	m, err := protect.Synthetic(g, o.sigma, o.nonEdges, randx.Derive(o.seed, 0x70726f74))
+	if err != nil {
+		return err
+	}
+	write := func(w io.Writer) error {
+		if _, err := fmt.Fprintf(w, "# generated by dplp gen marks --sigma %s --non-edges %s --seed %d (synthetic: a simulation)\n", fmtG(o.sigma), fmtG(o.nonEdges), o.seed); err != nil {
+			return err
+		}
+		return m.Write(w, g)
+	}
+	if o.out == "-" {
+		bw := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<20)
+		if err := write(bw); err != nil {
+			return err
+		}
+		err = bw.Flush()
+	} else {
+		err = writeFile(o.out, write)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d protected pairs on %d nodes\n", o.out, m.Len(), g.N())
 	return nil
 }
