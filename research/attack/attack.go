@@ -7,7 +7,8 @@
 // every observing user (they differ only in protected pairs not incident to
 // the observer, privacy-model §2), and guesses b. The lists are produced by
 // the deployed release path: score.Scorer on G_b, calib.Config.Plan,
-// calib.Releaser.Release. Over N trials the true- and false-positive rates
+// release.Sampler.Sample (the sampler release.Recommender and the Beam
+// pipeline use). Over N trials the true- and false-positive rates
 // give, with Clopper-Pearson intervals, an empirical lower bound eps_lb on
 // the privacy loss (EpsLowerBound), to compare with the claimed eps.
 //
@@ -59,6 +60,7 @@ import (
 	"github.com/dplp/dplp/internal/par"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/release"
 	"github.com/dplp/dplp/score"
 )
 
@@ -245,8 +247,8 @@ type sim struct {
 	res    [2][]score.Result
 	wk     [2][]*score.Worker
 	plan   [2][]calib.Plan
-	rel    calib.Releaser
-	buf    []int32
+	n      [2]int          // nodes of G_0 and G_1
+	rel    release.Sampler // the deployed sampler
 }
 
 // queryOf is what the calibration sees for observer r.U on g: the
@@ -269,6 +271,7 @@ func queryOf(cc *calib.Config, g *graph.Graph, p *protect.Set, r *score.Result) 
 func newSim(gm *game, cc *calib.Config, k int, deltaScale float64) *sim {
 	s := &sim{k: k, target: gm.target}
 	for b := range 2 {
+		s.n[b] = gm.g[b].N()
 		s.res[b] = make([]score.Result, len(gm.obs))
 		s.wk[b] = make([]*score.Worker, len(gm.obs))
 		s.plan[b] = make([]calib.Plan, len(gm.obs))
@@ -291,12 +294,16 @@ func newSim(gm *game, cc *calib.Config, k int, deltaScale float64) *sim {
 // feature releases one list of observer i in world b and returns the
 // target's position in it (1..K), or 0 when it is absent.
 func (s *sim) feature(b, i int, rng *rand.Rand) (int, error) {
-	var err error
-	s.buf, err = s.rel.Release(&s.plan[b][i], s.wk[b][i], &s.res[b][i], s.k, rng, s.buf[:0])
+	// The zero block is listed (InZero nil) rather than drawn by rejection:
+	// the same distribution (its members are exchangeable) with a random
+	// stream that does not depend on the graph's size.
+	in := release.InputOf(s.wk[b][i], &s.res[b][i], s.n[b], false)
+	in.InZero = nil
+	out, err := s.rel.Sample(&s.plan[b][i], &in, s.k, rng)
 	if err != nil {
 		return 0, err
 	}
-	for j, v := range s.buf {
+	for j, v := range out.IDs {
 		if v == s.target {
 			return j + 1, nil
 		}
