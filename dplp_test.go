@@ -3,6 +3,7 @@ package dplp_test
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 
 	"github.com/dplp/dplp"
@@ -43,5 +44,31 @@ func TestTrainObserverAndCancel(t *testing.T) {
 	m, err := dplp.Train(ctx, lg.Graph, prot, spec)
 	if !errors.Is(err, context.Canceled) || m != nil || len(epochs) != 1 {
 		t.Fatalf("model %v, err %v, epochs reported %v: want context.Canceled after one epoch", m != nil, err, epochs)
+	}
+}
+
+// TestTrainRefusesBadSpecs: the library refuses what the command line
+// refuses (eps outside accountant's range, negative counts).
+func TestTrainRefusesBadSpecs(t *testing.T) {
+	lg, err := gen.Latent(120, 2, 0.15, randx.Seeded(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prot, err := protect.Synthetic(lg.Graph, 0.3, 0, randx.Seeded(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []dplp.TrainSpec{
+		{Score: "aa", EpsP: 1e-320},
+		{Score: "aa", EpsP: math.Inf(1)},
+		{Score: "aa", EpsP: math.NaN()},
+		{Score: "aa", EpsP: 2e6},
+		{Score: "aa", EpsP: 0.5, Epochs: -1},
+		{Score: "aa", EpsP: 0.5, MaxQueries: -3},
+		{Score: "aa", EpsP: 0.5, NegPerQuery: -1},
+	} {
+		if _, err := dplp.Train(context.Background(), lg.Graph, prot, spec); err == nil {
+			t.Errorf("%+v accepted", spec)
+		}
 	}
 }

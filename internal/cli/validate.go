@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/dplp/dplp/accountant"
 	"math"
 )
 
@@ -33,16 +34,11 @@ func checkFinite(name string, x float64) error {
 	return nil
 }
 
-// The accepted range of eps_p. Below MinEps the noise scale 2 Delta / eps_p
-// swamps any score (at 1e-320, a subnormal, 2/eps is +Inf and training
-// divides by it, producing NaN losses); above MaxEps the mechanism is
-// effectively non-private and costs such as K x eps_p (or the ledger's sums
-// of them) overflow to +Inf, which encoding/json cannot write. 1e-6 and 1e6
-// are many orders of magnitude beyond any meaningful privacy parameter on
-// either side, so no sensible run is refused.
+// The accepted range of eps_p is accountant's (MinEps, MaxEps): one range
+// on every path.
 const (
-	MinEps = 1e-6
-	MaxEps = 1e6
+	MinEps = accountant.MinEps
+	MaxEps = accountant.MaxEps
 )
 
 // checkEps validates eps_p for lists of length k (k <= 0: the cost is not

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dplp/dplp/accountant"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -407,8 +408,11 @@ func Train(ctx context.Context, g *graph.Graph, p *protect.Set, spec Spec) (*mod
 	if spec.Variant == "" {
 		spec.Variant = "dplp"
 	}
-	if !(spec.EpsP > 0) {
-		return nil, Summary{}, fmt.Errorf("deploy: EpsP must be > 0, got %v", spec.EpsP)
+	if err := accountant.CheckEps(spec.EpsP); err != nil {
+		return nil, Summary{}, fmt.Errorf("deploy: EpsP: %w", err)
+	}
+	if spec.Epochs < 0 || spec.Sample.MaxQueries < 0 || spec.Sample.NegPerQuery < 0 {
+		return nil, Summary{}, fmt.Errorf("deploy: Epochs (%d), MaxQueries (%d) and NegPerQuery (%d) must be >= 0 (0: the default)", spec.Epochs, spec.Sample.MaxQueries, spec.Sample.NegPerQuery)
 	}
 	k, err := score.ParseKind(spec.Score)
 	if err != nil {
