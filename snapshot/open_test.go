@@ -216,3 +216,25 @@ func TestOpenSnapshot(t *testing.T) {
 		t.Fatal("no graph: no error")
 	}
 }
+
+// TestWriteFileNeverReplacesASymlink: the target of a symbolic link stays
+// untouched and the link stays a link.
+func TestWriteFileNeverReplacesASymlink(t *testing.T) {
+	dir := t.TempDir()
+	d := readText(t, "a b\n", "", "")
+	target := filepath.Join(dir, "target")
+	os.WriteFile(target, []byte("keep"), 0o644)
+	link := filepath.Join(dir, "link.dplpg")
+	if err := os.Symlink(target, link); err != nil {
+		t.Skip("no symlinks here:", err)
+	}
+	if err := WriteFile(link, &Snapshot{Graph: d.Graph}); err == nil {
+		t.Fatal("a symbolic link was replaced")
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("the link is gone")
+	}
+	if raw, _ := os.ReadFile(target); string(raw) != "keep" {
+		t.Fatal("the link's target changed")
+	}
+}

@@ -34,18 +34,17 @@
 package snapshot
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"unsafe"
 
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/atomicfile"
 	"github.com/dplp/dplp/protect"
 )
 
@@ -209,36 +208,12 @@ func Write(w io.Writer, s *Snapshot) error {
 	return nil
 }
 
-// WriteFile writes a snapshot to path atomically (a temporary file in the
-// same directory, renamed into place).
-func WriteFile(path string, s *Snapshot) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err = f.Chmod(0o644); err != nil { // CreateTemp makes 0600
-		return err
-	}
-	bw := bufio.NewWriterSize(f, 1<<20)
-	if err = Write(bw, s); err != nil {
-		return err
-	}
-	if err = bw.Flush(); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+// WriteFile writes a snapshot to path atomically (internal/atomicfile: a
+// temporary file in the same directory, fsync, rename, directory sync). A
+// target that exists and is not a regular file (a symbolic link, device,
+// directory or pipe) is never replaced: that is an error.
+func WriteFile(path string, s *Snapshot) error {
+	return atomicfile.Write(path, func(w io.Writer) error { return Write(w, s) })
 }
 
 // decimalIDs reports whether labels[i] is the decimal form of i for every i.
