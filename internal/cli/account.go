@@ -104,6 +104,9 @@ func (o *accountOptions) runTarget(out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := accountant.CheckEps(e); err != nil {
+		return fmt.Errorf("--target-eps %g for %d list(s) of %d picks needs eps_p = %g, outside the range every other command accepts: %w", o.target, o.lists, o.k, e, err)
+	}
 	s, err := accountant.Account(accountant.Release{Lists: o.lists, K: o.k, EpsP: e}, o.delta)
 	if err != nil {
 		return err

@@ -98,3 +98,17 @@ func TestAccountFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestAccountTargetOutOfRange: --target-eps never prints an eps_p that
+// other commands refuse.
+func TestAccountTargetOutOfRange(t *testing.T) {
+	for _, args := range [][]string{{"--k", "1", "--target-eps", "5e6"}, {"--k", "50", "--lists", "100", "--target-eps", "1e-15"}} {
+		_, _, err := run(t, append([]string{"account"}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "outside the range") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	if _, _, err := run(t, "account", "--k", "1", "--target-eps", "1"); err != nil {
+		t.Fatal(err)
+	}
+}
