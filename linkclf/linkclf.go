@@ -102,7 +102,14 @@ type Model struct {
 	feat Feature
 	w    []float64 // one weight per embedding dimension
 	b    float64   // intercept
+	pos  int       // positive training pairs
+	neg  int       // negative training pairs
 }
+
+// TrainingPairs is the number of positive and negative pairs the model was
+// fitted on (MaxPositives caps the positives; as many negatives are drawn,
+// fewer on a graph with fewer non-edges).
+func (m *Model) TrainingPairs() (pos, neg int) { return m.pos, m.neg }
 
 // Train fits the classifier on g with default settings except the feature.
 func Train(emb *embed.Embedding, g *graph.Graph, feat Feature, rng *rand.Rand) (*Model, error) {
@@ -187,7 +194,7 @@ func TrainConfig(emb *embed.Embedding, g *graph.Graph, cfg Config, rng *rand.Ran
 		}
 	}
 	w, b := p.unscale(x)
-	return &Model{emb: emb, feat: cfg.Feature, w: w, b: b}, nil
+	return &Model{emb: emb, feat: cfg.Feature, w: w, b: b, pos: len(pos), neg: len(neg)}, nil
 }
 
 // SampleNonEdges draws k uniform non-edges {u, v} (u < v) of g with rng,

@@ -450,10 +450,16 @@ func TestMaxPositives(t *testing.T) {
 		t.Fatal(err)
 	}
 	emb := randomEmbedding(g.N(), 4, r)
-	cfg := Defaults()
-	cfg.MaxPositives = 50
-	if _, err := TrainConfig(emb, g, cfg, randx.Seeded(3)); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct{ max, want int }{{50, 50}, {0, int(g.M())}, {int(g.M()) + 10, int(g.M())}} {
+		cfg := Defaults()
+		cfg.MaxPositives = c.max
+		m, err := TrainConfig(emb, g, cfg, randx.Seeded(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pos, neg := m.TrainingPairs(); pos != c.want || neg != c.want {
+			t.Errorf("MaxPositives %d: trained on %d positives and %d negatives, want %d of each", c.max, pos, neg, c.want)
+		}
 	}
 }
 
