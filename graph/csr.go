@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -169,48 +170,79 @@ func FromCSR(off []int64, adj []int32, labels []string) (*Graph, error) {
 	if labels != nil && len(labels) != n {
 		return nil, fmt.Errorf("graph: %d labels for %d nodes", len(labels), n)
 	}
+	// One parallel pass over the lists checks each (strictly increasing, in
+	// range, no self-loop) and sums the keyed pair hashes of the symmetry
+	// check (symmetricCheck) at the same time, alongside the label index.
 	// bad is the first node (lowest id) whose list breaks a rule, whichever
 	// range finds one first, so the message does not depend on scheduling.
 	var bad atomic.Int64
 	bad.Store(int64(n))
-	parallelNodes(n, off, func(lo, hi int) int64 {
-		for u := lo; u < hi; u++ {
-			prev := int32(-1)
-			for _, v := range adj[off[u]:off[u+1]] {
-				if v <= prev || v >= int32(n) || v == int32(u) {
-					for b := bad.Load(); int64(u) < b && !bad.CompareAndSwap(b, int64(u)); b = bad.Load() {
-					}
-					return 0
-				}
-				prev = v
-			}
+	var index labelIndex
+	var labelErr error
+	key := rand.Uint64() | 1
+	var up, down atomic.Uint64
+	par.Run(context.Background(), 2, par.Options{}, noState, func(_ struct{}, i int) error {
+		if i == 0 {
+			index, labelErr = newLabelIndex(labels)
+			return nil
 		}
-		return 0
+		parallelNodes(n, off, func(lo, hi int) int64 {
+			var a, b uint64
+			for u := lo; u < hi; u++ {
+				prev := int32(-1)
+				for _, v := range adj[off[u]:off[u+1]] {
+					if v <= prev || v >= int32(n) || v == int32(u) {
+						for b := bad.Load(); int64(u) < b && !bad.CompareAndSwap(b, int64(u)); b = bad.Load() {
+						}
+						return 0
+					}
+					prev = v
+					if v > int32(u) {
+						a += pairHash(uint64(u)<<32|uint64(v), key)
+					} else {
+						b += pairHash(uint64(v)<<32|uint64(u), key)
+					}
+				}
+			}
+			up.Add(a)
+			down.Add(b)
+			return 0
+		})
+		return nil
 	})
 	if u := bad.Load(); u < int64(n) {
 		return nil, fmt.Errorf("graph: neighbour list of node %d is not strictly increasing within [0,%d) without self-loops", u, n)
 	}
-	// The two remaining checks are independent: run them side by side. The
-	// label check builds the graph's label index.
-	var index labelIndex
-	var labelErr error
-	var u int32
-	var sym bool
-	par.Run(context.Background(), 2, par.Options{}, noState, func(_ struct{}, i int) error {
-		if i == 0 {
-			index, labelErr = newLabelIndex(labels)
-		} else {
-			u, sym = symmetric(off, adj)
-		}
-		return nil
-	})
 	if labelErr != nil {
 		return nil, labelErr
 	}
-	if !sym {
+	if up.Load() != down.Load() {
+		u, _ := symmetric(off, adj)
 		return nil, fmt.Errorf("graph: adjacency is not symmetric at node %d", u)
 	}
 	return &Graph{Off: off, Adj: adj, labels: labels, index: index}, nil
+}
+
+// The symmetry check. The lists hold no repeats, so the adjacency is
+// symmetric exactly when the set of pairs {u, v} listed as v in N(u) with
+// v > u equals the set listed with v < u. FromCSR compares, reading the
+// arrays once in order on all cores, the sums of a keyed 64-bit hash over
+// the two sets: equal sets always give equal sums; unequal sets give equal
+// sums with probability about 2^-64 for a key drawn at random per call (a
+// file cannot be crafted against a key it does not know). On a mismatch the
+// sequential check (symmetric) names the node.
+
+// pairHash mixes a pair's 64-bit code with key (the murmur3 finaliser of
+// x xor key, multiplied by the odd key again): a keyed function whose sums
+// over different sets collide with negligible probability for random keys.
+func pairHash(x, key uint64) uint64 {
+	x ^= key
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x * key
 }
 
 // symmetric checks that v is in N(u) exactly when u is in N(v), for a CSR
