@@ -3,7 +3,6 @@ package release
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/mech"
@@ -48,6 +47,7 @@ type Sampler struct {
 	u     mech.Utilities
 	idx   []int
 	keys  []uint64
+	tmp   []uint64 // radix-sort scratch
 	picks []int
 	zero  []int32
 	seen  map[int32]struct{}
@@ -70,13 +70,15 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 	}
 	sm.idx = sm.idx[:0]
 	if in.Canonical {
-		// Sort (id, position) pairs packed in one word: an ordered sort
-		// without a comparison closure.
+		// Sort (id, position) pairs packed in one word by id, by radix.
 		sm.keys = sm.keys[:0]
 		for i, v := range in.Cands {
 			sm.keys = append(sm.keys, uint64(uint32(v))<<32|uint64(i))
 		}
-		slices.Sort(sm.keys)
+		sorted := sortByID(sm.keys, &sm.tmp)
+		if len(sorted) > 0 && &sorted[0] != &sm.keys[0] {
+			sm.keys, sm.tmp = sorted, sm.keys
+		}
 		for _, key := range sm.keys {
 			sm.idx = append(sm.idx, int(uint32(key)))
 		}
