@@ -37,7 +37,11 @@
 // must be computed by the caller from invariant (public) data only, as the
 // privacy model requires. Releases marked Seeded used a seeded noise
 // generator and carry no privacy guarantee at all: they are recorded (and
-// charged) so that every output can say so, and must never be deployed.
+// charged) so that every output can say so, and must never be deployed. The
+// ledger keeps them apart ([Provenance]): [Store.Latest], [Store.LatestBatch]
+// and idempotency keys only ever answer a request with a release of the
+// request's own provenance, so a seeded release is never re-served to a
+// crypto-seeded (private) request.
 //
 // # Stores
 //

@@ -105,11 +105,11 @@ func TestImportJSONFromAccount(t *testing.T) {
 				t.Fatalf("%s: imported spending %v, file says %v", u, sp.Spent, want)
 			}
 		}
-		l, ok, err := s.Latest(ctx, "bob", "model-1", 3)
+		l, ok, err := s.Latest(ctx, "bob", "model-1", 3, Crypto)
 		if err != nil || !ok || strings.Join(l.List, "|") != "日本||a b" || l.Influencers[0] != "*" {
 			t.Fatalf("bob's list %+v %v %v", l, ok, err)
 		}
-		if l, ok, _ := s.Latest(ctx, "alice", AdjustmentModel+path, 1); !ok || math.Abs(l.Cost-0.3) > 1e-12 {
+		if l, ok, _ := s.Latest(ctx, "alice", AdjustmentModel+path, 1, Crypto); !ok || math.Abs(l.Cost-0.3) > 1e-12 {
 			t.Fatalf("alice's adjustment %+v %v", l, ok)
 		}
 		before, _ := s.Users(ctx)

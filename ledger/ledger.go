@@ -38,11 +38,15 @@ type Release struct {
 	Rho float64
 	// Seeded reports that the noise came from a seeded generator: such a
 	// release has NO privacy guarantee and must not be deployed. Every
-	// output derived from it must be able to say so.
+	// output derived from it must be able to say so. It is the release's
+	// provenance (Provenance): re-serve lookups (Latest, LatestBatch) and
+	// idempotency keys never cross from one provenance to the other.
 	Seeded bool
-	// IdemKey is "" or an idempotency key, unique per user: a second Charge
-	// with the same (User, IdemKey) returns the first release and charges
-	// nothing.
+	// IdemKey is "" or an idempotency key, unique per user and provenance:
+	// a second Charge with the same (User, Seeded, IdemKey) returns the
+	// first release and charges nothing. A seeded and a crypto release may
+	// hold the same key independently: a key never makes a request of one
+	// provenance receive a list of the other.
 	IdemKey string
 	// Time is when the release was made; Charge sets it to the current time
 	// when zero. Stored with nanosecond precision, returned in UTC.
@@ -53,6 +57,56 @@ type Release struct {
 	// redundant: they are dropped). Duplicates are ignored. Empty means no
 	// protected pair can change the list (it is then 0-DP whatever its Cost).
 	Influencers []string
+}
+
+// Provenance is where a release's noise came from. It is recorded with every
+// release (Release.Seeded) and is part of every re-serve lookup: a list is
+// only ever re-served to a request of the same provenance, so a seeded list
+// (a deterministic function of the graph once the seed is known) can never
+// come back to a private request, and a private list never turns up in a
+// reproducible research run.
+type Provenance uint8
+
+const (
+	// Crypto: noise from a cryptographic source. The release carries its
+	// protected-pair DP guarantee; the only lists a deployment may serve.
+	Crypto Provenance = iota
+	// Seeded: noise from a seeded generator (research runs). NO privacy
+	// guarantee; never re-served to a Crypto request.
+	Seeded
+)
+
+// ProvenanceOf is Seeded when seeded is true, Crypto otherwise.
+func ProvenanceOf(seeded bool) Provenance {
+	if seeded {
+		return Seeded
+	}
+	return Crypto
+}
+
+// Provenance is r's provenance (Seeded when r.Seeded, else Crypto).
+func (r Release) Provenance() Provenance { return ProvenanceOf(r.Seeded) }
+
+func (p Provenance) String() string {
+	switch p {
+	case Crypto:
+		return "crypto"
+	case Seeded:
+		return "seeded"
+	}
+	return fmt.Sprintf("Provenance(%d)", uint8(p))
+}
+
+// seededCol is p as stored in the releases.seeded column (0 or 1), or an
+// ErrInvalid error for an unknown value.
+func (p Provenance) seededCol() (int, error) {
+	switch p {
+	case Crypto:
+		return 0, nil
+	case Seeded:
+		return 1, nil
+	}
+	return 0, invalid("unknown provenance %d (want ledger.Crypto or ledger.Seeded)", uint8(p))
 }
 
 // Cap holds per-user caps on the total pure-DP epsilon and on the total zCDP
@@ -125,9 +179,12 @@ type ChargeResult struct {
 // concurrent use by goroutines, processes and replicas sharing the store.
 type Store interface {
 	// Charge records a fresh release, in ONE transaction:
-	//   - if r.IdemKey != "" and (r.User, r.IdemKey) is already recorded, it
-	//     returns the stored release with fresh=false and charges nothing
-	//     (ErrIdemConflict if the stored release has another Model or K);
+	//   - if r.IdemKey != "" and (r.User, r.Provenance(), r.IdemKey) is
+	//     already recorded, it returns the stored release with fresh=false
+	//     and charges nothing (ErrIdemConflict if the stored release has
+	//     another Model or K). Keys are looked up within r's provenance
+	//     only: a release of the other provenance holding the same key is
+	//     ignored, never returned;
 	//   - otherwise, if spent(user)+r.Cost > cap.Eps or rho(user)+r.Rho >
 	//     cap.Rho, it returns a *BudgetError and records nothing;
 	//   - otherwise it records the release, adds r.Cost and r.Rho to the
@@ -142,13 +199,17 @@ type Store interface {
 	// non-nil only when the transaction itself failed (then nothing was
 	// recorded and the results are nil).
 	ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]ChargeResult, error)
-	// Latest returns the newest release of (user, model, k): the list to
-	// serve again at no cost (re-serving is post-processing).
-	Latest(ctx context.Context, user, model string, k int) (Release, bool, error)
+	// Latest returns the newest release of (user, model, k) whose
+	// provenance is prov: the list to serve again at no cost to a request
+	// of that provenance (re-serving is post-processing). A seeded release
+	// is never returned for prov == Crypto, whatever is newer. An unknown
+	// prov is an ErrInvalid error.
+	Latest(ctx context.Context, user, model string, k int, prov Provenance) (Release, bool, error)
 	// LatestBatch is Latest for many users at once (one query per chunk of
-	// users): the newest release of (user, model, k) for every user that
-	// has one. Batch releases use it instead of one lookup per user.
-	LatestBatch(ctx context.Context, users []string, model string, k int) (map[string]Release, error)
+	// users): the newest release of (user, model, k) of provenance prov
+	// for every user that has one. Batch releases use it instead of one
+	// lookup per user.
+	LatestBatch(ctx context.Context, users []string, model string, k int, prov Provenance) (map[string]Release, error)
 	// Budget returns the user's totals (zero for an unknown user).
 	Budget(ctx context.Context, user string) (Spend, error)
 	// Users returns the totals of every user with at least one release,

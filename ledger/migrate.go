@@ -64,6 +64,18 @@ var migrations = []migration{
 		`ALTER TABLE releases ADD COLUMN folded INTEGER NOT NULL DEFAULT 1 CHECK (folded IN (0, 1))`,
 		`CREATE INDEX releases_unfolded ON releases (id) WHERE folded = 0`,
 	}},
+	{4, "provenance-aware re-serve: idempotency keys unique per (user, provenance), latest lookups by provenance", []string{
+		// A seeded (research) release and a crypto (deployment) one never
+		// answer each other's requests: each provenance has its own key
+		// namespace, so a private request whose key (the automatic sticky
+		// key included) was used by a seeded run gets a private list of its
+		// own. Existing keys stay unique: (user, key) unique implies
+		// (user, seeded, key) unique.
+		`DROP INDEX releases_idem`,
+		`CREATE UNIQUE INDEX releases_idem_prov ON releases (user_id, seeded, idem_key)`,
+		`DROP INDEX releases_latest`,
+		`CREATE INDEX releases_latest_prov ON releases (user_id, model, k, seeded, id)`,
+	}},
 }
 
 // LatestSchema is the schema version this package writes.

@@ -175,8 +175,13 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 // covers: well under SQLite's and PostgreSQL's limits on parameters.
 const chargeChunk = 500
 
-// idemRef names a release by its user and idempotency key.
-type idemRef struct{ user, key string }
+// idemRef names a release by its user, provenance and idempotency key: keys
+// are unique per (user, provenance), so a key used by a seeded release and
+// the same key used by a crypto one name two different releases.
+type idemRef struct {
+	user, key string
+	seeded    bool
+}
 
 // chargeTx is ChargeBatch's transaction: lock and read every user's spend
 // row (sorted users, in chunks), look up the idempotency keys (in chunks),
@@ -208,12 +213,21 @@ func chargeTx(ctx context.Context, b backend, q querier, items []Release, enc []
 			continue
 		}
 		r := items[i]
-		ref := idemRef{r.User, r.IdemKey}
+		ref := idemRef{r.User, r.IdemKey, r.Seeded}
 		if r.IdemKey != "" {
 			old, ok := known[ref]
 			if j, inBatch := batch[ref]; inBatch {
 				old, ok = items[j], true
 				sameAs[i] = j
+			}
+			if ok && old.Seeded != r.Seeded {
+				// Unreachable (keys are looked up within the provenance),
+				// kept as the last line of defence: a stored release is
+				// never the answer to a request of another provenance.
+				delete(sameAs, i)
+				results[i].Err = fmt.Errorf("ledger: %w: user %q key %q: stored release %s is %s, the request is %s",
+					ErrIdemConflict, r.User, r.IdemKey, describeID(old.ID), old.Provenance(), r.Provenance())
+				continue
 			}
 			if ok {
 				if old.Model != r.Model || old.K != r.K {
@@ -309,28 +323,35 @@ func lockSpends(ctx context.Context, q querier, users []string) (map[string]*spe
 }
 
 // lookupIdem returns the recorded releases of the valid items' (user,
-// idempotency key) pairs, one query per key and chunk of users.
+// provenance, idempotency key) triples, one query per (key, provenance) and
+// chunk of users. Only releases of the item's own provenance are read.
 func lookupIdem(ctx context.Context, q querier, items []Release, bad []error) (map[idemRef]Release, error) {
-	byKey := map[string][]string{}
+	type keyProv struct {
+		key    string
+		seeded bool
+	}
+	byKey := map[keyProv][]string{}
 	seen := map[idemRef]bool{}
 	for i, r := range items {
-		ref := idemRef{r.User, r.IdemKey}
+		ref := idemRef{r.User, r.IdemKey, r.Seeded}
 		if bad[i] != nil || r.IdemKey == "" || seen[ref] {
 			continue
 		}
 		seen[ref] = true
-		byKey[r.IdemKey] = append(byKey[r.IdemKey], r.User)
+		kp := keyProv{r.IdemKey, r.Seeded}
+		byKey[kp] = append(byKey[kp], r.User)
 	}
 	known := map[idemRef]Release{}
-	for key, users := range byKey {
+	for kp, users := range byKey {
+		seeded, _ := ProvenanceOf(kp.seeded).seededCol()
 		for lo := 0; lo < len(users); lo += chargeChunk {
 			part := users[lo:min(lo+chargeChunk, len(users))]
-			args := make([]any, 0, len(part)+1)
-			args = append(args, key)
+			args := make([]any, 0, len(part)+2)
+			args = append(args, kp.key, seeded)
 			for _, u := range part {
 				args = append(args, u)
 			}
-			rs, err := q.query(ctx, "SELECT "+releaseCols+" FROM releases WHERE idem_key = ? AND user_id IN (?"+strings.Repeat(", ?", len(part)-1)+")", args...)
+			rs, err := q.query(ctx, "SELECT "+releaseCols+" FROM releases WHERE idem_key = ? AND seeded = ? AND user_id IN (?"+strings.Repeat(", ?", len(part)-1)+")", args...)
 			if err != nil {
 				return nil, err
 			}
@@ -340,7 +361,7 @@ func lookupIdem(ctx context.Context, q querier, items []Release, bad []error) (m
 					rs.Close()
 					return nil, err
 				}
-				known[idemRef{rel.User, rel.IdemKey}] = rel
+				known[idemRef{rel.User, rel.IdemKey, rel.Seeded}] = rel
 			}
 			err = rs.Err()
 			rs.Close()
@@ -427,12 +448,16 @@ func execRows(ctx context.Context, q querier, n, width int, head, tail string, r
 	return nil
 }
 
-func (s *sqlStore) Latest(ctx context.Context, user, model string, k int) (Release, bool, error) {
+func (s *sqlStore) Latest(ctx context.Context, user, model string, k int, prov Provenance) (Release, bool, error) {
+	seeded, err := prov.seededCol()
+	if err != nil {
+		return Release{}, false, err
+	}
 	var rel Release
 	found := false
-	err := s.b.read(ctx, func(q querier) error {
+	err = s.b.read(ctx, func(q querier) error {
 		var err error
-		rel, err = scanRelease(q.queryRow(ctx, "SELECT "+releaseCols+" FROM releases WHERE user_id = ? AND model = ? AND k = ? ORDER BY id DESC LIMIT 1", user, model, k))
+		rel, err = scanRelease(q.queryRow(ctx, "SELECT "+releaseCols+" FROM releases WHERE user_id = ? AND model = ? AND k = ? AND seeded = ? ORDER BY id DESC LIMIT 1", user, model, k, seeded))
 		if errors.Is(err, errNoRows) {
 			return nil
 		}
@@ -442,20 +467,27 @@ func (s *sqlStore) Latest(ctx context.Context, user, model string, k int) (Relea
 	if err != nil || !found {
 		return Release{}, false, err
 	}
+	if rel.Seeded != (prov == Seeded) { // the query filters on it: a broken store
+		return Release{}, false, fmt.Errorf("ledger: release %d of %q is %s, asked for %s", rel.ID, user, rel.Provenance(), prov)
+	}
 	return rel, true, nil
 }
 
-func (s *sqlStore) LatestBatch(ctx context.Context, users []string, model string, k int) (map[string]Release, error) {
+func (s *sqlStore) LatestBatch(ctx context.Context, users []string, model string, k int, prov Provenance) (map[string]Release, error) {
+	seeded, err := prov.seededCol()
+	if err != nil {
+		return nil, err
+	}
 	out := make(map[string]Release)
 	const chunk = 500
 	for lo := 0; lo < len(users); lo += chunk {
 		part := users[lo:min(lo+chunk, len(users))]
-		args := make([]any, 0, len(part)+2)
-		args = append(args, model, k)
+		args := make([]any, 0, len(part)+3)
+		args = append(args, model, k, seeded)
 		for _, u := range part {
 			args = append(args, u)
 		}
-		q := "SELECT " + releaseCols + " FROM releases WHERE model = ? AND k = ? AND user_id IN (?" + strings.Repeat(", ?", len(part)-1) + ") ORDER BY id"
+		q := "SELECT " + releaseCols + " FROM releases WHERE model = ? AND k = ? AND seeded = ? AND user_id IN (?" + strings.Repeat(", ?", len(part)-1) + ") ORDER BY id"
 		err := s.b.read(ctx, func(qr querier) error {
 			rs, err := qr.query(ctx, q, args...)
 			if err != nil {
@@ -466,6 +498,9 @@ func (s *sqlStore) LatestBatch(ctx context.Context, users []string, model string
 				rel, err := scanRelease(rs)
 				if err != nil {
 					return err
+				}
+				if rel.Seeded != (prov == Seeded) { // the query filters on it: a broken store
+					return fmt.Errorf("ledger: release %d of %q is %s, asked for %s", rel.ID, rel.User, rel.Provenance(), prov)
 				}
 				out[rel.User] = rel // ascending id: the newest wins
 			}

@@ -614,7 +614,7 @@ func TestRoundTripAndLatest(t *testing.T) {
 		if err != nil || !fresh {
 			t.Fatal(fresh, err)
 		}
-		latest, ok, err := s.Latest(ctx, r.User, r.Model, r.K)
+		latest, ok, err := s.Latest(ctx, r.User, r.Model, r.K, Seeded)
 		if err != nil || !ok {
 			t.Fatal(ok, err)
 		}
@@ -631,10 +631,10 @@ func TestRoundTripAndLatest(t *testing.T) {
 		if _, _, err := s.Charge(ctx, r2, Unlimited); err != nil {
 			t.Fatal(err)
 		}
-		if l, _, _ := s.Latest(ctx, r.User, r.Model, r.K); !reflect.DeepEqual(l.List, []string{"only"}) || l.Time.IsZero() {
+		if l, _, _ := s.Latest(ctx, r.User, r.Model, r.K, Seeded); !reflect.DeepEqual(l.List, []string{"only"}) || l.Time.IsZero() {
 			t.Fatalf("latest %+v", l)
 		}
-		if _, ok, err := s.Latest(ctx, r.User, r.Model, r.K+1); ok || err != nil {
+		if _, ok, err := s.Latest(ctx, r.User, r.Model, r.K+1, Seeded); ok || err != nil {
 			t.Fatalf("latest of another k: %v %v", ok, err)
 		}
 		sp, err := s.Budget(ctx, r.User)
@@ -712,7 +712,7 @@ func TestChargeBatch(t *testing.T) {
 			t.Fatalf("IDs %d, %d after %d: not increasing", res[0].Release.ID, res[2].Release.ID, d0.ID)
 		}
 		for _, r := range []Release{res[0].Release, res[2].Release} {
-			got, ok, err := s.Latest(ctx, r.User, r.Model, r.K)
+			got, ok, err := s.Latest(ctx, r.User, r.Model, r.K, Crypto)
 			if err != nil || !ok || got.ID != r.ID || !reflect.DeepEqual(got.List, r.List) {
 				t.Fatalf("Latest(%s) = %+v %v %v, charged %+v", r.User, got, ok, err, r)
 			}
@@ -840,12 +840,12 @@ func TestLatestBatch(t *testing.T) {
 				}
 			}
 		}
-		got, err := s.LatestBatch(ctx, users, testRelease("x", "", 0).Model, testRelease("x", "", 0).K)
+		got, err := s.LatestBatch(ctx, users, testRelease("x", "", 0).Model, testRelease("x", "", 0).K, Crypto)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, u := range users {
-			want, ok, err := s.Latest(ctx, u, testRelease("x", "", 0).Model, testRelease("x", "", 0).K)
+			want, ok, err := s.Latest(ctx, u, testRelease("x", "", 0).Model, testRelease("x", "", 0).K, Crypto)
 			if err != nil {
 				t.Fatal(err)
 			}

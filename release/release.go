@@ -25,7 +25,15 @@
 // from (seed, user label) with a keyed PRF (UserRNG), so a seeded run is
 // byte-identical at any GOMAXPROCS and any partitioning of users; seeded
 // lists are marked Seeded in results and in the store and carry no
-// guarantee.
+// guarantee: their Guarantee says so and states no epsilon.
+//
+// Provenance. Seeded and private lists never mix: a Recommender re-serves
+// only lists of its own provenance (ledger.Provenance: Crypto without
+// WithSeed, Seeded with it), both through its re-serve lookups and through
+// idempotency keys (the automatic sticky key included), which the ledger
+// keeps per provenance. A crypto-seeded Recommender therefore never returns
+// a list that was released by a seeded run, even when the store holds one
+// for the same user, model and K: it samples and charges a private one.
 package release
 
 import (
@@ -49,7 +57,10 @@ import (
 	"github.com/dplp/dplp/score"
 )
 
-// Guarantee is what one released list promises its user.
+// Guarantee is what one released list promises its user. For a seeded list
+// it promises nothing: Text says "NO privacy guarantee" and Eps and Rho are
+// 0 (a seeded list is a deterministic function of the graph once the seed is
+// known; no epsilon describes it).
 type Guarantee struct {
 	Mechanism string  `json:"mechanism"`
 	EpsP      float64 `json:"eps_p"`
@@ -67,7 +78,7 @@ type Result struct {
 	Fresh     bool      `json:"fresh"` // sampled and charged by this call (false: re-served, free)
 	Cost      float64   `json:"cost"`  // eps charged by this call
 	Guarantee Guarantee `json:"guarantee"`
-	Seeded    bool      `json:"seeded"` // seeded noise: reproducible, NOT for deployment
+	Seeded    bool      `json:"seeded"` // seeded noise: reproducible, NO guarantee, NOT for deployment
 	ReleaseID int64     `json:"release_id,omitempty"`
 	Notice    string    `json:"notice,omitempty"` // e.g. fewer candidates than K
 	// Candidates is the number of candidates a fresh list was sampled from
@@ -286,6 +297,13 @@ func (r *Recommender) ModelID() string { return r.modelID }
 // Seeded reports whether the noise is seeded (not for deployment).
 func (r *Recommender) Seeded() bool { return r.seed != nil }
 
+// Provenance is the provenance of the lists r releases and the only one it
+// re-serves: ledger.Seeded with WithSeed, ledger.Crypto otherwise.
+func (r *Recommender) Provenance() ledger.Provenance { return ledger.ProvenanceOf(r.seed != nil) }
+
+// SeededText is the Guarantee.Text of every seeded list.
+const SeededText = "seeded noise (reproducible): NO privacy guarantee, not for deployment"
+
 // EpsP is the per-pick epsilon.
 func (r *Recommender) EpsP() float64 { return r.cfg.Eps }
 
@@ -303,8 +321,10 @@ func (r *Recommender) state() *workerState {
 	return ws
 }
 
-// guarantee describes a list of picks random picks.
-func (r *Recommender) guarantee(picks int) Guarantee {
+// guarantee describes a list of picks random picks whose noise was seeded
+// or not. A seeded list gets no guarantee: SeededText, and no epsilon or rho
+// (the picks are still reported: what the list was charged for).
+func (r *Recommender) guarantee(picks int, seeded bool) Guarantee {
 	e := r.cfg.Eps
 	eps, proven := r.cfg.Guarantee(picks)
 	g := Guarantee{Mechanism: r.cfg.Method.String() + " mechanism", EpsP: e, Picks: picks, Eps: eps}
@@ -322,8 +342,9 @@ func (r *Recommender) guarantee(picks int) Guarantee {
 		g.Rho = float64(picks) * e * e / 8
 	}
 	switch {
-	case r.seed != nil:
-		g.Text = fmt.Sprintf("seeded noise (reproducible): NO privacy guarantee, not for deployment (would be %g-protected-pair DP)", eps)
+	case seeded:
+		g.Eps, g.Rho = 0, 0
+		g.Text = SeededText
 	case picks == 0 && r.cfg.Method != calib.NonPrivate:
 		g.Eps = 0
 		g.Text = "0-protected-pair DP: no protected pair can change this user's utilities (exact top-K)"
@@ -362,7 +383,9 @@ func (r *Recommender) ledgerRelease(u int32, k int, out Outcome, idem string) le
 	for i, v := range out.IDs {
 		list[i] = r.g.Label(v)
 	}
-	gu := r.guarantee(out.Picks)
+	// A seeded list is charged what the same list would cost with crypto
+	// noise (research runs spend the budget they would in deployment).
+	gu := r.guarantee(out.Picks, false)
 	if math.IsInf(gu.Eps, 1) {
 		gu.Eps = 0 // non-private: nothing meaningful to charge; the ledger stores finite costs
 	}
@@ -520,17 +543,20 @@ func (r *Recommender) prepare(ctx context.Context, users []int32, k int, nw int)
 			labels[i] = r.g.Label(u)
 		}
 		var err error
-		if prevs, err = r.store.LatestBatch(ctx, labels, r.modelID, k); err != nil {
+		if prevs, err = r.store.LatestBatch(ctx, labels, r.modelID, k, r.Provenance()); err != nil {
 			return nil, err
 		}
 	}
 	for i, u := range users {
 		w.res[i] = Result{User: r.g.Label(u), K: k, Seeded: r.seed != nil}
 		if prev, ok := prevs[w.res[i].User]; ok {
+			if err := r.checkProvenance(prev); err != nil {
+				return nil, err
+			}
 			w.res[i].List = prev.List
 			w.res[i].ReleaseID = prev.ID
 			w.res[i].Seeded = prev.Seeded
-			w.res[i].Guarantee = r.guarantee(r.picksOf(prev.Cost))
+			w.res[i].Guarantee = r.guarantee(r.picksOf(prev.Cost), prev.Seeded)
 			w.res[i].Notice = "re-served at no cost (post-processing of an earlier release)"
 			continue
 		}
@@ -570,6 +596,8 @@ func (r *Recommender) prepare(ctx context.Context, users []int32, k int, nw int)
 		if idem == "" && !r.fresh && r.store != nil {
 			// Concurrent first requests for the same sticky list (other
 			// goroutines, processes or replicas) get one list, charged once.
+			// The ledger keeps keys per provenance: a seeded run's sticky
+			// key never answers a private request.
 			idem = fmt.Sprintf("sticky:%s:k=%d", r.modelID, k)
 		}
 		w.recs[j] = r.ledgerRelease(users[i], k, w.outs[i], idem)
@@ -596,11 +624,14 @@ func (r *Recommender) commit(ctx context.Context, w *window, k int) ([]Result, e
 				}
 				return nil, c.Err
 			}
+			if err := r.checkProvenance(c.Release); err != nil {
+				return nil, err
+			}
 			res[i].List = c.Release.List
 			res[i].ReleaseID = c.Release.ID
 			res[i].Fresh = c.Fresh
 			res[i].Seeded = c.Release.Seeded
-			res[i].Guarantee = r.guarantee(r.picksOf(c.Release.Cost))
+			res[i].Guarantee = r.guarantee(r.picksOf(c.Release.Cost), c.Release.Seeded)
 			if c.Fresh {
 				res[i].Cost = c.Release.Cost
 			} else {
@@ -615,11 +646,23 @@ func (r *Recommender) commit(ctx context.Context, w *window, k int) ([]Result, e
 		res[i].List = recs[j].List
 		res[i].Fresh = true
 		res[i].Cost = recs[j].Cost
-		res[i].Guarantee = r.guarantee(outs[i].Picks)
+		res[i].Seeded = recs[j].Seeded
+		res[i].Guarantee = r.guarantee(outs[i].Picks, recs[j].Seeded)
 		res[i].Candidates, res[i].Delta = outs[i].Candidates, outs[i].Delta
 		r.notice(&res[i], outs[i], k)
 	}
 	return res, nil
+}
+
+// checkProvenance refuses a stored release whose provenance is not r's: the
+// store answered a lookup or an idempotency key across provenances, which
+// the ledger contract rules out. Nothing of the window is returned then.
+func (r *Recommender) checkProvenance(rel ledger.Release) error {
+	if rel.Provenance() != r.Provenance() {
+		return fmt.Errorf("release: the store returned %s release %d of user %q to a %s request: refusing to serve it (a ledger.Store must keep provenances apart)",
+			rel.Provenance(), rel.ID, rel.User, r.Provenance())
+	}
+	return nil
 }
 
 func (r *Recommender) notice(res *Result, out Outcome, k int) {

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -25,6 +26,10 @@ import (
 // user too, so re-serving it is still free post-processing); the spent and
 // remaining figures of a list response can lag. GET .../budget reads the
 // store directly.
+//
+// Latest lists are cached per provenance (ledger.Provenance is part of the
+// key), exactly as the store keeps them: a lookup for one provenance is
+// never answered with a release of the other.
 type cacheStore struct {
 	ledger.Store
 	ttl time.Duration
@@ -46,6 +51,7 @@ type cached[T any] struct {
 type latestKey struct {
 	user, model string
 	k           int
+	prov        ledger.Provenance
 }
 
 func newCacheStore(s ledger.Store, ttl time.Duration, maxEntries int) *cacheStore {
@@ -136,12 +142,12 @@ func (c *cacheStore) RevokeToken(ctx context.Context, user string) error {
 	return err
 }
 
-func (c *cacheStore) Latest(ctx context.Context, user, model string, k int) (ledger.Release, bool, error) {
-	key := latestKey{user, model, k}
+func (c *cacheStore) Latest(ctx context.Context, user, model string, k int, prov ledger.Provenance) (ledger.Release, bool, error) {
+	key := latestKey{user, model, k, prov}
 	if r, ok := get(c, c.latest, key); ok {
 		return r, true, nil
 	}
-	r, found, err := c.Store.Latest(ctx, user, model, k)
+	r, found, err := c.Store.Latest(ctx, user, model, k, prov)
 	if err != nil || !found {
 		return r, found, err // not-found is not cached: the first list is on its way
 	}
@@ -156,11 +162,11 @@ func (c *cacheStore) Latest(ctx context.Context, user, model string, k int) (led
 // LatestBatch is Latest for many users: cached lists are served from
 // memory and only the misses go to the store in one batch (the release
 // path's sticky lookups all come this way).
-func (c *cacheStore) LatestBatch(ctx context.Context, users []string, model string, k int) (map[string]ledger.Release, error) {
+func (c *cacheStore) LatestBatch(ctx context.Context, users []string, model string, k int, prov ledger.Provenance) (map[string]ledger.Release, error) {
 	out := make(map[string]ledger.Release, len(users))
 	var miss []string
 	for _, u := range users {
-		if r, ok := get(c, c.latest, latestKey{u, model, k}); ok {
+		if r, ok := get(c, c.latest, latestKey{u, model, k, prov}); ok {
 			out[u] = r
 		} else {
 			miss = append(miss, u)
@@ -169,13 +175,18 @@ func (c *cacheStore) LatestBatch(ctx context.Context, users []string, model stri
 	if len(miss) == 0 {
 		return out, nil
 	}
-	got, err := c.Store.LatestBatch(ctx, miss, model, k)
+	got, err := c.Store.LatestBatch(ctx, miss, model, k, prov)
 	if err != nil {
 		return nil, err
 	}
+	for u, r := range got {
+		if r.Provenance() != prov { // the store's contract rules it out
+			return nil, fmt.Errorf("serve: the store returned %s release %d of %q for a %s lookup", r.Provenance(), r.ID, u, prov)
+		}
+	}
 	c.mu.Lock()
 	for u, r := range got {
-		key := latestKey{u, model, k}
+		key := latestKey{u, model, k, prov}
 		if cur, ok := c.latest[key]; !ok || cur.v.ID < r.ID {
 			c.putLatest(key, r)
 		}
@@ -244,7 +255,7 @@ func (c *cacheStore) ChargeBatch(ctx context.Context, rs []ledger.Release, cp le
 		} else if x.Fresh {
 			delete(c.spend, x.Release.User)
 		}
-		key := latestKey{x.Release.User, x.Release.Model, x.Release.K}
+		key := latestKey{x.Release.User, x.Release.Model, x.Release.K, x.Release.Provenance()}
 		if cur, ok := c.latest[key]; !ok || cur.v.ID < x.Release.ID {
 			c.putLatest(key, x.Release)
 		}

@@ -28,11 +28,11 @@ func (s *countingStore) Budget(ctx context.Context, user string) (ledger.Spend, 
 	return s.Store.Budget(ctx, user)
 }
 
-func (s *countingStore) LatestBatch(ctx context.Context, users []string, model string, k int) (map[string]ledger.Release, error) {
+func (s *countingStore) LatestBatch(ctx context.Context, users []string, model string, k int, prov ledger.Provenance) (map[string]ledger.Release, error) {
 	s.mu.Lock()
 	s.asked = append(s.asked, slices.Clone(users))
 	s.mu.Unlock()
-	return s.Store.LatestBatch(ctx, users, model, k)
+	return s.Store.LatestBatch(ctx, users, model, k, prov)
 }
 
 // countingSQLite opens a SQLite ledger in a temporary directory, closed at
@@ -65,7 +65,7 @@ func TestCacheLatestBatch(t *testing.T) {
 	if _, _, err := base.Charge(ctx, rel("c", "z"), ledger.Unlimited); err != nil { // another process
 		t.Fatal(err)
 	}
-	got, err := c.LatestBatch(ctx, []string{"a", "b", "c", "nobody"}, "m", 1)
+	got, err := c.LatestBatch(ctx, []string{"a", "b", "c", "nobody"}, "m", 1, ledger.Crypto)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestCacheLatestBatch(t *testing.T) {
 		t.Fatalf("influencers leaked into a list response: %+v", got["c"])
 	}
 	// c is cached now; nobody (no list) is not.
-	if _, err := c.LatestBatch(ctx, []string{"a", "c", "nobody"}, "m", 1); err != nil {
+	if _, err := c.LatestBatch(ctx, []string{"a", "c", "nobody"}, "m", 1, ledger.Crypto); err != nil {
 		t.Fatal(err)
 	}
 	if len(cs.asked) != 2 || !slices.Equal(cs.asked[1], []string{"nobody"}) {
@@ -90,7 +90,7 @@ func TestCacheLatestBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(latestTTLFactor*ttl + 10*time.Millisecond)
-	got, err = c.LatestBatch(ctx, []string{"a"}, "m", 1)
+	got, err = c.LatestBatch(ctx, []string{"a"}, "m", 1, ledger.Crypto)
 	if err != nil || got["a"].List[0] != "x2" {
 		t.Fatalf("after expiry: %+v %v, want the newer list x2", got, err)
 	}
@@ -126,5 +126,49 @@ func TestCacheBudgetFollowsCharges(t *testing.T) {
 	}
 	if cs.budgets != 1 {
 		t.Fatalf("%d budget reads reached the store, want 1", cs.budgets)
+	}
+}
+
+// Latest lists are cached per provenance: a seeded release charged or read
+// through the cache never answers a crypto lookup, from memory or from the
+// store.
+func TestCacheKeepsProvenancesApart(t *testing.T) {
+	ctx := context.Background()
+	base, cs := countingSQLite(t)
+	c := newCacheStore(cs, time.Hour, 100)
+	rel := func(u, item string, seeded bool) ledger.Release {
+		return ledger.Release{User: u, Model: "m", K: 1, EpsP: 0.5, Cost: 0.5, List: []string{item}, Seeded: seeded}
+	}
+	// a: seeded through the cache; b: seeded by another process, then read
+	// through the cache (seeded lookup).
+	if _, err := c.ChargeBatch(ctx, []ledger.Release{rel("a", "sa", true)}, ledger.Unlimited); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := base.Charge(ctx, rel("b", "sb", true), ledger.Unlimited); err != nil {
+		t.Fatal(err)
+	}
+	// Negative control: seeded lookups see both.
+	got, err := c.LatestBatch(ctx, []string{"a", "b"}, "m", 1, ledger.Seeded)
+	if err != nil || len(got) != 2 || got["a"].List[0] != "sa" || got["b"].List[0] != "sb" {
+		t.Fatalf("LatestBatch(Seeded) = %+v %v", got, err)
+	}
+	for _, u := range []string{"a", "b"} {
+		if r, ok, err := c.Latest(ctx, u, "m", 1, ledger.Crypto); ok || err != nil {
+			t.Fatalf("Latest(%s, Crypto) = %+v %v %v, want none", u, r, ok, err)
+		}
+	}
+	if got, err := c.LatestBatch(ctx, []string{"a", "b"}, "m", 1, ledger.Crypto); err != nil || len(got) != 0 {
+		t.Fatalf("LatestBatch(Crypto) = %+v %v, want none", got, err)
+	}
+	// A private list charged for a: crypto lookups see it, seeded ones
+	// still see the seeded list.
+	if _, err := c.ChargeBatch(ctx, []ledger.Release{rel("a", "pa", false)}, ledger.Unlimited); err != nil {
+		t.Fatal(err)
+	}
+	if r, ok, err := c.Latest(ctx, "a", "m", 1, ledger.Crypto); err != nil || !ok || r.List[0] != "pa" || r.Seeded {
+		t.Fatalf("Latest(a, Crypto) = %+v %v %v", r, ok, err)
+	}
+	if r, ok, err := c.Latest(ctx, "a", "m", 1, ledger.Seeded); err != nil || !ok || r.List[0] != "sa" || !r.Seeded {
+		t.Fatalf("Latest(a, Seeded) = %+v %v %v", r, ok, err)
 	}
 }

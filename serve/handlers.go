@@ -34,6 +34,7 @@ func (s *Server) routesInit() {
 	s.handle("POST /v1/admin/users", s.createUser)
 	s.handle("DELETE /v1/admin/users/{label}/token", s.revokeToken)
 	s.handle("POST /v1/admin/reload", s.adminReload)
+	s.handle("GET /v1/admin/state", s.adminState)
 	s.handle("GET /v1/users/{label}/recommendations", s.getRecs)
 	s.handle("POST /v1/users/{label}/recommendations", s.postRecs)
 	s.handle("GET /v1/users/{label}/budget", s.getBudget)
@@ -227,6 +228,10 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) *Problem {
 	return nil
 }
 
+// stateInfo describes the served state. Its counts (protected pairs, users
+// with marks) change with every marks update, so it is shown to the admin
+// only (GET /v1/admin/state, POST /v1/admin/reload), never on the
+// unauthenticated probes.
 type stateInfo struct {
 	Nodes          int       `json:"nodes"`
 	Edges          int64     `json:"edges"`
@@ -244,6 +249,22 @@ func info(st *state) stateInfo {
 	return stateInfo{Nodes: st.g.N(), Edges: st.g.M(), ProtectedPairs: st.prot.Len(), FilePairs: len(st.fileMarks),
 		UsersWithMarks: len(st.userMarks), Model: st.modelID, Score: st.m.Score, EpsP: st.m.EpsP, Loaded: st.loaded,
 		SkippedMarks: len(st.skipped)}
+}
+
+// adminState shows the served state (admin only).
+func (s *Server) adminState(w http.ResponseWriter, r *http.Request) *Problem {
+	if p := s.authAdmin(r); p != nil {
+		return p
+	}
+	if _, p := query(r); p != nil {
+		return p
+	}
+	st := s.state.Load()
+	if st == nil {
+		return problem(http.StatusServiceUnavailable, TypeUnavailable, "not loaded")
+	}
+	writeJSON(w, http.StatusOK, info(st))
+	return nil
 }
 
 func (s *Server) adminReload(w http.ResponseWriter, r *http.Request) *Problem {
@@ -356,6 +377,12 @@ func (s *Server) recs(w http.ResponseWriter, r *http.Request, fresh bool) *Probl
 		return s.internal(r, "release", err)
 	}
 	out := res[0]
+	if out.Seeded || rec.Seeded() {
+		// Unreachable: the service's Recommenders are crypto-seeded and
+		// re-serve crypto releases only (provenance-aware lookups and
+		// keys). A seeded list never leaves the service.
+		return s.internal(r, "release", fmt.Errorf("refusing to serve seeded release %d of user %q", out.ReleaseID, label))
+	}
 	if out.Fresh {
 		s.met.releases.WithLabelValues("fresh").Inc()
 		s.met.epsCharged.Add(out.Cost)
@@ -532,6 +559,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) *Problem {
 		s.log.Error("readiness: store unreachable", "err", err)
 		return problem(http.StatusServiceUnavailable, TypeUnavailable, "ledger store unreachable")
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "state": info(st)})
+	// A bare status: the state's counts (protected pairs, users with
+	// marks) change with every marks update and are admin-only
+	// (GET /v1/admin/state).
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	return nil
 }

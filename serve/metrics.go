@@ -98,9 +98,14 @@ func (s *timedStore) ChargeBatch(ctx context.Context, rs []ledger.Release, c led
 	return s.Store.ChargeBatch(ctx, rs, c)
 }
 
-func (s *timedStore) Latest(ctx context.Context, user, model string, k int) (ledger.Release, bool, error) {
+func (s *timedStore) Latest(ctx context.Context, user, model string, k int, prov ledger.Provenance) (ledger.Release, bool, error) {
 	defer since(s.latest, time.Now())
-	return s.Store.Latest(ctx, user, model, k)
+	return s.Store.Latest(ctx, user, model, k, prov)
+}
+
+func (s *timedStore) LatestBatch(ctx context.Context, users []string, model string, k int, prov ledger.Provenance) (map[string]ledger.Release, error) {
+	defer since(s.latest, time.Now())
+	return s.Store.LatestBatch(ctx, users, model, k, prov)
 }
 
 func (s *timedStore) Budget(ctx context.Context, user string) (ledger.Spend, error) {

@@ -7,7 +7,10 @@
 // release.Recommender built without a seed (noise from crypto/rand; a
 // seeded generator cannot be configured) and, when it was fresh, its
 // charge was durably committed to the store before the response was
-// written. A user's total charged epsilon never exceeds the configured
+// written. The service never returns a seeded list: its re-serve lookups,
+// its cache and idempotency keys are all for crypto (private) releases
+// only, so a list released into the same store by a seeded research run is
+// ignored (a private list is released and charged instead). A user's total charged epsilon never exceeds the configured
 // per-user cap, whatever the concurrency, the number of processes on one
 // store, or crashes. A sticky list (GET) is re-served at no cost once
 // released; a fresh list (POST) always costs. Users' own protection marks

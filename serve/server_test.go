@@ -224,6 +224,9 @@ func TestErrors(t *testing.T) {
 		{"user on admin route", "POST", "/v1/admin/users", n1, `{"user":"n4"}`, nil, 403, TypeForbidden},
 		{"user revokes", "DELETE", "/v1/admin/users/n2/token", n1, "", nil, 403, TypeForbidden},
 		{"user reloads", "POST", "/v1/admin/reload", n2, "", nil, 403, TypeForbidden},
+		{"user reads the state", "GET", "/v1/admin/state", n2, "", nil, 403, TypeForbidden},
+		{"no token on the state", "GET", "/v1/admin/state", "", "", nil, 401, TypeUnauthorized},
+		{"state with parameter", "GET", "/v1/admin/state?x=1", adminTok, "", nil, 400, TypeInvalidRequest},
 		{"no token on admin route", "POST", "/v1/admin/reload", "", "", nil, 401, TypeUnauthorized},
 		{"bad token on admin route", "POST", "/v1/admin/users", "x.y", `{"user":"n4"}`, nil, 401, TypeUnauthorized},
 		// not found
@@ -265,6 +268,7 @@ func TestErrors(t *testing.T) {
 		{"marks read", "GET", "/v1/users/n1/protected", n1, "", nil, 200, ""},
 		{"revoke", "DELETE", "/v1/admin/users/n4/token", adminTok, "", nil, 204, ""},
 		{"reload", "POST", "/v1/admin/reload", adminTok, "", nil, 200, ""},
+		{"state", "GET", "/v1/admin/state", adminTok, "", nil, 200, ""},
 		{"healthz", "GET", "/healthz", "", "", nil, 200, ""},
 		{"readyz", "GET", "/readyz", "", "", nil, 200, ""},
 		{"metrics", "GET", "/metrics", "", "", nil, 200, ""},
@@ -370,7 +374,7 @@ func TestStickyAndFresh(t *testing.T) {
 	if st.sticky.Seeded() || st.fresh.Seeded() {
 		t.Fatal("seeded Recommender in the service")
 	}
-	rel, ok, err := s.store.Latest(context.Background(), "n7", st.modelID, 4)
+	rel, ok, err := s.store.Latest(context.Background(), "n7", st.modelID, 4, ledger.Crypto)
 	if err != nil || !ok || rel.Seeded {
 		t.Fatalf("stored release seeded or missing: %+v %v %v", rel, ok, err)
 	}

@@ -56,7 +56,12 @@ the ledger's key order, so a large batch's charges append to its indexes
 instead of scattering over them.
 Noise is crypto-seeded unless --seed is given: then every user's generator is
 derived from (seed, user label), so output is identical at any core count, and
-the output and the ledger say the lists are seeded and NOT for deployment.
+the output and the ledger say the lists are seeded and NOT for deployment
+(the "seeded" field of each JSONL line, the seeded column of CSV, a tag on each
+table line; such a list has NO privacy guarantee). Seeded and private lists
+never mix: a run without --seed re-serves only lists released without a seed
+(a seeded list in the store is ignored and a private one is released and
+charged), and a --seed run re-serves only seeded lists.
 
 Marks must come from --protected FILE (or a snapshot that carries them):
 marks drawn from the private graph itself (--sigma) are a simulation and are
@@ -150,12 +155,13 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	src := "crypto-seeded generator"
+	header := fmt.Sprintf("private top-%d by DPLP (%s on %s, exponential mechanism): eps_p %g per random pick, at most K x eps_p = %g per fresh list; ledger %s; crypto-seeded generator",
+		o.k, m.Variant, scName, m.EpsP, float64(o.k)*m.EpsP, o.store)
 	if rec.Seeded() {
-		src = fmt.Sprintf("seeded generator (seed %d, per-user streams): reproducible, NOT for deployment", o.seed)
+		// No guarantee text for seeded lists: they are not private.
+		header = fmt.Sprintf("SEEDED top-%d by DPLP (%s on %s, exponential mechanism), NO privacy guarantee: charged eps_p %g per random pick, at most K x eps_p = %g per fresh list; ledger %s; seeded generator (seed %d, per-user streams): reproducible, NOT for deployment",
+			o.k, m.Variant, scName, m.EpsP, float64(o.k)*m.EpsP, o.store, o.seed)
 	}
-	header := fmt.Sprintf("private top-%d by DPLP (%s on %s, exponential mechanism): eps_p %g per random pick, at most K x eps_p = %g per fresh list; ledger %s; %s",
-		o.k, m.Variant, scName, m.EpsP, float64(o.k)*m.EpsP, o.store, src)
 	return o.stream(ctx, cmd, rec, users, newRecWriter(cmd, o.format, header, m.EpsP))
 }
 
@@ -216,7 +222,11 @@ func (o *recOptions) stream(ctx context.Context, cmd *cobra.Command, rec *releas
 	if err := w.flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "%d fresh lists charged (%g eps in all), %d re-served at no cost, %d refused by the cap\n", fresh, spent, len(users)-fresh-refused, refused)
+	note := ""
+	if rec.Seeded() {
+		note = " (all seeded: NO privacy guarantee, not for deployment)"
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "%d fresh lists charged (%g eps in all), %d re-served at no cost, %d refused by the cap%s\n", fresh, spent, len(users)-fresh-refused, refused, note)
 	if refused > 0 {
 		return exitCode(3)
 	}

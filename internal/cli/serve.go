@@ -39,6 +39,11 @@ noise (there is no seed option); a fresh list is durably charged to its user's
 budget in the ledger store before it is returned, and --user-budget caps every
 user's total epsilon. Users get bearer tokens from the admin
 (POST /v1/admin/users) and can read only their own lists, budget and marks.
+The service never returns a seeded list: releases made by seeded research
+runs (recommend --seed) into the same store are ignored by its re-serve
+lookups and idempotency keys, and the user gets (and is charged for) a
+private list instead. /readyz is a bare status; the served state's counts
+are at GET /v1/admin/state (admin token).
 
 Stores: sqlite:PATH (embedded, default sqlite:dplp-ledger.db) or a PostgreSQL
 URL postgres://... (several serve processes may share one store; the caps hold
