@@ -79,8 +79,16 @@ func (c *Charge) Release() ledger.Release {
 // store dsn (in transactions of 256, each user capped at budget eps) and
 // then writes the lists of the users whose charge was accepted to out, in
 // the recommend command's JSONL format: the stored list, with the cost
-// charged by this call (0 when the key was already recorded). Refused
-// users get no line. The uncharged lists file is removed.
+// charged by this call (0 when the key was already recorded) and the
+// stored provenance ("seeded"). Nothing is written to out before every
+// charge is committed. Refused users get no line. The uncharged lists file
+// (if uncharged != "") is removed.
+//
+// Provenance never mixes: the ledger looks idempotency keys up within the
+// charge's provenance (ledger.Release.Seeded), so a private charge never
+// receives a seeded list stored under the same key; ApplyCharges checks it
+// again and fails, naming the user and key and writing nothing, if a
+// returned release has the other provenance.
 func ApplyCharges(ctx context.Context, dsn, chargesPath string, budget float64, uncharged, out string) (ApplyResult, error) {
 	var res ApplyResult
 	cs, err := ReadCharges(ctx, chargesPath)
@@ -112,7 +120,11 @@ func ApplyCharges(ctx context.Context, dsn, chargesPath string, budget float64, 
 					res.Refused = append(res.Refused, ch.User)
 					continue
 				}
-				return res, fmt.Errorf("charge of user %s: %w", ch.User, c.Err)
+				return res, fmt.Errorf("%s:%d: charge of user %s: %w", chargesPath, lo+j+1, ch.User, c.Err)
+			}
+			if c.Release.Seeded != ch.Seeded {
+				return res, fmt.Errorf("%s:%d: user %s: key %s already holds a %s release, this charge is %s: use a new --run-id (a seeded list is never served as a private one)",
+					chargesPath, lo+j+1, ch.User, ch.IdemKey, provenance(c.Release.Seeded), provenance(ch.Seeded))
 			}
 			cost := 0.0
 			if c.Fresh {
@@ -122,7 +134,7 @@ func ApplyCharges(ctx context.Context, dsn, chargesPath string, budget float64, 
 			} else {
 				res.Again++
 			}
-			line, err := RenderLine(ch.User, c.Release.List, ch.K, ch.EpsP, cost)
+			line, err := RenderLine(ch.User, c.Release.List, ch.K, ch.EpsP, cost, c.Release.Seeded)
 			if err != nil {
 				return res, err
 			}
@@ -132,8 +144,33 @@ func ApplyCharges(ctx context.Context, dsn, chargesPath string, budget float64, 
 	if err := writeLines(ctx, out, finals, func(x *Final) string { return x.Line }); err != nil {
 		return res, err
 	}
-	if !hasScheme(uncharged) {
+	if uncharged != "" && !hasScheme(uncharged) {
 		os.Remove(uncharged)
 	}
 	return res, nil
+}
+
+func provenance(seeded bool) string {
+	if seeded {
+		return "seeded (research)"
+	}
+	return "private"
+}
+
+// Remove deletes the file at path (local, or on a Beam file system that
+// can remove files).
+func Remove(ctx context.Context, path string) error {
+	if !hasScheme(path) {
+		return os.Remove(path)
+	}
+	fs, err := filesystem.New(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer fs.Close()
+	rm, ok := fs.(filesystem.Remover)
+	if !ok {
+		return fmt.Errorf("%s: the file system cannot remove files", path)
+	}
+	return rm.Remove(ctx, path)
 }

@@ -21,7 +21,7 @@ func TestRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, s := beam.NewPipelineWithRoot()
-	if _, err := Build(s, Config{Graph: gp, Model: mb, K: 2, Out: filepath.Join(dir, "o")}); err == nil || !strings.Contains(err.Error(), "supports cn, aa, ra and jc") {
+	if _, err := Build(s, Config{Graph: gp, Model: mb, K: 2, Seed: seedp(1), Out: filepath.Join(dir, "o")}); err == nil || !strings.Contains(err.Error(), "supports cn, aa, ra and jc") {
 		t.Fatalf("pa model: %v", err)
 	}
 	mb, err = os.ReadFile(writeModel(t, dir, "cn", 1))
@@ -31,24 +31,52 @@ func TestRefusals(t *testing.T) {
 	sp := filepath.Join(dir, "selfloops")
 	os.WriteFile(sp, []byte("# only self-loops\na a\nb b\n"), 0o644)
 	p, s := beam.NewPipelineWithRoot()
-	if _, err := Build(s, Config{Graph: sp, Model: mb, K: 2, Out: filepath.Join(dir, "o")}); err != nil {
+	if _, err := Build(s, Config{Graph: sp, Model: mb, K: 2, Seed: seedp(1), Out: filepath.Join(dir, "o")}); err != nil {
 		t.Fatal(err)
 	}
 	if err := ptest.Run(p); err == nil || !strings.Contains(err.Error(), "empty graph") {
 		t.Errorf("self-loops only: got %v", err)
 	}
-	for _, c := range []struct{ marks, want string }{
-		{"a zz\n", `unknown node label "zz"`},
-		{"a b\nc c\n", `node "c" cannot protect a pair with itself`},
+	// Build-time refusals: a private run (no seed) writes no uncharged
+	// lists file and needs the charges file.
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"private with a lists file", Config{Graph: gp, Model: mb, K: 2, Out: filepath.Join(dir, "o"), Charges: filepath.Join(dir, "c")}, "writes no uncharged lists"},
+		{"private without charges", Config{Graph: gp, Model: mb, K: 2}, "needs the charges file"},
+		{"seeded without outputs", Config{Graph: gp, Model: mb, K: 2, Seed: seedp(1)}, "output path is required"},
+		{"no graph", Config{Model: mb, K: 2, Seed: seedp(1), Out: filepath.Join(dir, "o")}, "graph is required"},
+		{"k 0", Config{Graph: gp, Model: mb, K: 0, Seed: seedp(1), Out: filepath.Join(dir, "o")}, "k must be >= 1"},
 	} {
-		mp := filepath.Join(dir, "m")
-		os.WriteFile(mp, []byte(c.marks), 0o644)
+		_, s := beam.NewPipelineWithRoot()
+		if _, err := Build(s, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error containing %q", c.name, err, c.want)
+		}
+	}
+	// Run-time refusals, naming the file and line.
+	np := filepath.Join(dir, "nodes")
+	for _, c := range []struct{ marks, nodes, want string }{
+		{"a b\nc c\n", "", `m:2: node "c" cannot protect a pair with itself`},
+		{"", "# nodes\nx\ny z\n", `nodes:3: expected one node label, found 2 fields`},
+	} {
+		mp := ""
+		if c.marks != "" {
+			mp = filepath.Join(dir, "m")
+			os.WriteFile(mp, []byte(c.marks), 0o644)
+		}
+		nodes := ""
+		if c.nodes != "" {
+			nodes = np
+			os.WriteFile(np, []byte(c.nodes), 0o644)
+		}
 		p, s := beam.NewPipelineWithRoot()
-		if _, err := Build(s, Config{Graph: gp, Protected: mp, Model: mb, K: 2, Out: filepath.Join(dir, "o")}); err != nil {
+		if _, err := Build(s, Config{Graph: gp, Protected: mp, Nodes: nodes, Model: mb, K: 2, Seed: seedp(1), Out: filepath.Join(dir, "o")}); err != nil {
 			t.Fatal(err)
 		}
 		if err := ptest.Run(p); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("marks %q: got %v, want an error containing %s", c.marks, err, c.want)
+			t.Errorf("marks %q nodes %q: got %v, want an error containing %s", c.marks, c.nodes, err, c.want)
 		}
 	}
 }
@@ -66,7 +94,7 @@ func TestChargesIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "lists.uncharged")
-	runBeam(t, Config{Graph: gp, Protected: mp, Model: mb, K: 3, Seed: 9, Out: out, Charges: out + ".charges", RunID: "r1"})
+	runBeam(t, Config{Graph: gp, Protected: mp, Model: mb, K: 3, Seed: seedp(9), Out: out, Charges: out + ".charges", RunID: "r1"})
 	want := readLines(t, out)
 	ctx := context.Background()
 	dsn := "sqlite:" + filepath.Join(dir, "ledger.db")
@@ -98,7 +126,10 @@ func TestChargesIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range cs {
-		r, ok, err := st.Latest(ctx, c.User, c.Model, c.K)
+		if !c.Seeded {
+			t.Errorf("user %s: a seeded run's charge is not marked seeded", c.User)
+		}
+		r, ok, err := st.Latest(ctx, c.User, c.Model, c.K, ledger.Seeded)
 		if err != nil || !ok {
 			t.Fatalf("user %s: %v %v", c.User, ok, err)
 		}

@@ -13,8 +13,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
-	"github.com/dplp/dplp/graph"
-	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/release"
 	"github.com/dplp/dplp/score"
 )
@@ -53,7 +51,7 @@ func compareInputs(t *testing.T, gp, mp string, kind score.Kind, chunk int) {
 	p, s := beam.NewPipelineWithRoot()
 	edgeLines := ReadPairs(s.Scope("Edges"), gp)
 	markLines := ReadPairs(s.Scope("Marks"), mp)
-	ids := NodeIDs(s, edgeLines)
+	ids := NodeIDs(s, Labels(s.Scope("Edges"), edgeLines), Labels(s.Scope("Marks"), markLines))
 	n := stats.CountElms(s, ids)
 	edges := Resolve(s.Scope("Edges"), gp, false, ids, edgeLines)
 	marks := Resolve(s.Scope("Marks"), mp, true, ids, markLines)
@@ -70,14 +68,7 @@ func compareInputs(t *testing.T, gp, mp string, kind score.Kind, chunk int) {
 	if err := ptest.Run(p); err != nil {
 		t.Fatal(err)
 	}
-	g, _, err := graph.ReadFile(gp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := protect.ReadFile(mp, g)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, pr := loadRef(t, gp, mp, "")
 	sc, err := score.New(g, pr, kind)
 	if err != nil {
 		t.Fatal(err)

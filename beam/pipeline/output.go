@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
@@ -55,20 +56,26 @@ func marshal(v any) (string, error) {
 	return string(bytes.TrimSuffix(b.Bytes(), []byte{'\n'})), nil
 }
 
-// RenderLine renders one user's output line (no newline).
-func RenderLine(user string, list []string, k int, epsP, cost float64) (string, error) {
+// RenderLine renders one user's output line (no newline). seeded is the
+// list's provenance: true for a seeded (research, no guarantee) list,
+// false for a private one; every line says which it is.
+func RenderLine(user string, list []string, k int, epsP, cost float64, seeded bool) (string, error) {
 	if list == nil {
 		list = []string{}
 	}
-	return marshal(RecLine{User: user, Recommendations: list, K: k, EpsP: epsP, Cost: cost, Seeded: true})
+	return marshal(RecLine{User: user, Recommendations: list, K: k, EpsP: epsP, Cost: cost, Seeded: seeded})
 }
 
-// writeFn gathers the records of one output shard (a range of user ids)
-// on one worker, sorts them by user id (the single-machine order) and
-// writes the shard's lists file and charges file. With one shard (the
+// writeFn gathers the records of one output shard (a range of users in
+// byte order of their labels) on one worker, sorts them by user label,
+// bytewise (the order of `dplp recommend --all`, graph.Graph.ByLabel; ties,
+// i.e. records without a Key, by U) and writes the shard's lists file and
+// charges file. With one shard (the
 // default) that is every user on one worker: O(|V| K) labels of memory.
 // A retried bundle rewrites both files with the same content; local files
-// are written to a temporary name and renamed.
+// are written to a temporary name and renamed. An empty Out writes no
+// lists file (private runs: only the charges, which ApplyCharges turns
+// into lists once committed).
 type writeFn struct {
 	Out, Charges string
 	Shards       int
@@ -88,9 +95,16 @@ func (f *writeFn) ProcessElement(ctx context.Context, shard int, it func(*Final)
 	for it(&x) {
 		all = append(all, x)
 	}
-	slices.SortFunc(all, func(a, b Final) int { return cmp.Compare(a.U, b.U) })
-	if err := writeLines(ctx, ShardName(f.Out, shard, f.Shards), all, func(x *Final) string { return x.Line }); err != nil {
-		return err
+	slices.SortFunc(all, func(a, b Final) int {
+		if c := strings.Compare(a.Key, b.Key); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.U, b.U)
+	})
+	if f.Out != "" {
+		if err := writeLines(ctx, ShardName(f.Out, shard, f.Shards), all, func(x *Final) string { return x.Line }); err != nil {
+			return err
+		}
 	}
 	if f.Charges != "" {
 		return writeLines(ctx, ShardName(f.Charges, shard, f.Shards), all, func(x *Final) string { return x.Charge })
@@ -98,16 +112,28 @@ func (f *writeFn) ProcessElement(ctx context.Context, shard int, it func(*Final)
 	return nil
 }
 
-// shardKeyFn sends user u to output shard floor(u * shards / N), so shard
-// files hold consecutive id ranges and their concatenation in shard order
-// is the single-file output.
-type shardKeyFn struct{ Shards int }
+func finalKey(x Final) string { return x.Key }
 
-func (f *shardKeyFn) ProcessElement(x Final, n int) (int, Final) {
-	if f.Shards <= 1 || n <= 0 {
-		return 0, x
+func keyFinal(x Final) (string, Final) { return x.Key, x }
+
+func oneShard(x Final) (int, Final) { return 0, x }
+
+// shardOfFn sends the user of bytewise rank r to output shard
+// floor(r * shards / N), so shard files hold consecutive ranges of users in
+// byte order of their labels and their concatenation in shard order is
+// the single-file output.
+type shardOfFn struct{ Shards int }
+
+func (f *shardOfFn) ProcessElement(key string, ranks func(*int32) bool, finals func(*Final) bool, n int, emit func(int, Final)) error {
+	var r int32
+	if !ranks(&r) {
+		return fmt.Errorf("user %q has no output rank (internal error)", key)
 	}
-	return int(int64(x.U) * int64(f.Shards) / int64(n)), x
+	var x Final
+	for finals(&x) {
+		emit(int(int64(r)*int64(f.Shards)/int64(max(n, 1))), x)
+	}
+	return nil
 }
 
 func writeLines(ctx context.Context, path string, all []Final, pick func(*Final) string) error {
@@ -170,10 +196,20 @@ func hasScheme(path string) bool {
 	return false
 }
 
-// Write writes the output files from the Final records, in shards
-// ranges of user ids (shards <= 1: one file each, exactly path).
+// Write writes the output files from the Final records (one per user,
+// distinct Keys), in shards ranges of users in byte order of their labels
+// (shards <= 1: one file each, exactly path; out or charges "" writes no
+// such file). With several shards the users' byte-order ranks are computed
+// as the node ids are (ids.go: sample, buckets, prefix sum).
 func Write(s beam.Scope, out, charges string, shards int, n, finals beam.PCollection) {
 	s = s.Scope("Write")
-	keyed := beam.ParDo(s, &shardKeyFn{Shards: shards}, finals, beam.SideInput{Input: n})
+	var keyed beam.PCollection
+	if shards <= 1 {
+		keyed = beam.ParDo(s, oneShard, finals)
+	} else {
+		ranks := rankLabels(s.Scope("OutputOrder"), beam.ParDo(s, finalKey, finals), true)
+		byKey := beam.ParDo(s, keyFinal, finals)
+		keyed = beam.ParDo(s, &shardOfFn{Shards: shards}, beam.CoGroupByKey(s, ranks, byKey), beam.SideInput{Input: n})
+	}
 	beam.ParDo0(s, &writeFn{Out: out, Charges: charges, Shards: max(shards, 1)}, beam.GroupByKey(s, keyed))
 }

@@ -1,26 +1,43 @@
-// Package pipeline is dplp's batch release on Apache Beam: the same lists,
-// byte for byte, as `dplp recommend --all --seed N --format jsonl` on one
-// machine, computed by joins that scale out.
+// Package pipeline is dplp's batch release on Apache Beam, computed by
+// joins that scale out. It runs in two modes:
 //
-// What makes the outputs identical: the same node ids (graph.Parse's order
-// of first appearance, ids.go), the same candidate set and the same float
-// scores (the wedge join adds AA/RA terms in score.Worker's order,
-// wedges.go), the same Delta_s(u) and S_max(u) (from b(u), c(u) and
-// deg(u)), the same model and calib plan, and the same generator per user
-// (release.UserRNG(seed, label, 0)), fed to the same release.Sampler.
+//   - Private (Config.Seed nil): each user's noise comes from a generator
+//     keyed by crypto/rand on the worker, sampled with the exact base-2
+//     sampler (what release.Recommender's SamplerAuto picks for a
+//     crypto-seeded release). The pipeline writes NO list: it writes the
+//     charges file only (each record a ledger.Release with "seeded":
+//     false), and ApplyCharges commits the charges to a ledger store before
+//     it writes any list (the single-machine contract: no list leaves
+//     unless its charge is durably recorded). Build refuses a private run
+//     with a lists file.
+//   - Seeded (Config.Seed set; research only, NO privacy guarantee): the
+//     same lists, byte for byte, as `dplp recommend --all --seed N --format
+//     jsonl` on one machine; lines and charges say "seeded": true, and the
+//     ledger records them as seeded (never served).
+//
+// What makes the seeded outputs identical: the same node ids (graph.Parse's
+// canonical order, graph.CompareLabels over the node universe: the labels
+// of the edge file, the marks file and the node list; ids.go), the same
+// candidate set and the same float scores (the wedge join adds AA/RA terms
+// in score.Worker's order, wedges.go), the same Delta_s(u) and S_max(u)
+// (from b(u), c(u) and deg(u)), the same model and calib plan, and the same
+// generator per user (release.UserRNG(seed, label, 0)), fed to the same
+// release.Sampler. Ids, candidates and sensitivities depend only on the
+// label set and the pairs, never on how the input files were written.
 //
 // Stages (each a Beam transform):
 //
 //	ReadPairs(edges), ReadPairs(marks)    sharded line reads with positions
-//	NodeIDs                               earliest position per label; rank per shard + prefix sum of shard counts -> ids
+//	ReadLabels(nodes)                     the node list (optional)
+//	NodeIDs                               distinct labels -> sample -> buckets monotone in CompareLabels; sort per bucket + prefix sum of bucket counts -> ids
 //	Resolve(edges), Resolve(marks)        two label joins per file -> (id, id), both orders
 //	Nodes                                 per node: label, N(v), prot(v)
 //	WithNeighbourDegrees (JC only)        deg and pubDeg of each neighbour
 //	Candidates                            wedge join keyed by the middle node, hub-salted
 //	Sensitivities                         (u, w) counts through protected pairs -> c(u), b(u)
-//	Release                               per user: release.UserInput -> release.Sampler.Sample
+//	Release                               per user: release.UserInput -> release.Sampler.Sample (seeded or crypto noise)
 //	Finals                                picked ids -> labels (join), JSONL line + charge
-//	Write                                 one worker sorts by user id and writes both files
+//	Write                                 one worker per output shard sorts by user label (bytewise: recommend --all's order) and writes both files
 package pipeline
 
 import (
@@ -35,11 +52,15 @@ import (
 // Config is one batch release.
 type Config struct {
 	Graph     string // edge list (local path, gs://, s3://; .gz/.zst)
-	Protected string // protection marks ("" = none)
+	Protected string // protection marks ("" = none); their labels are nodes
+	Nodes     string // node list, one label a line ("" = none); its labels are nodes
 	Model     []byte // the model file's bytes
 	K         int
-	Seed      uint64
-	Out       string // JSONL lists, one line per user in id order
+	// Seed nil: a private release (crypto noise on the workers, exact
+	// sampler; Out must be "" and Charges set: see the package doc).
+	// Otherwise a seeded research release (no guarantee).
+	Seed      *uint64
+	Out       string // JSONL lists, one line per user, labels in byte order ("" = none)
 	Charges   string // JSONL charges ("" = none)
 	RunID     string // idempotency keys are run:<RunID>:<user>
 	HubChunk  int    // wedge/sensitivity task block size (0 = DefaultHubChunk)
@@ -50,11 +71,12 @@ type Config struct {
 // becomes ceil(d/DefaultHubChunk)^2 tasks.
 const DefaultHubChunk = 2048
 
-// Info is what Build learned about the model.
+// Info is what Build learned about the model, and the run's provenance.
 type Info struct {
 	Kind    score.Kind
 	EpsP    float64
 	ModelID string
+	Seeded  bool // research run (no guarantee); false: private lists
 }
 
 // Build adds the batch release to s.
@@ -75,14 +97,24 @@ func Build(s beam.Scope, c Config) (Info, error) {
 	if c.K < 1 {
 		return Info{}, fmt.Errorf("k must be >= 1, got %d", c.K)
 	}
-	if c.Out == "" || c.Graph == "" {
-		return Info{}, fmt.Errorf("the graph and the output path are required")
+	if c.Graph == "" {
+		return Info{}, fmt.Errorf("the graph is required")
+	}
+	if c.Seed == nil {
+		if c.Out != "" {
+			return Info{}, fmt.Errorf("a private (unseeded) run writes no uncharged lists: leave Out empty and apply the charges file with ApplyCharges, which writes the lists once charged")
+		}
+		if c.Charges == "" {
+			return Info{}, fmt.Errorf("a private (unseeded) run needs the charges file (its only output)")
+		}
+	} else if c.Out == "" && c.Charges == "" {
+		return Info{}, fmt.Errorf("the output path is required")
 	}
 	id, err := m.ID()
 	if err != nil {
 		return Info{}, err
 	}
-	info := Info{Kind: kind, EpsP: m.EpsP, ModelID: id}
+	info := Info{Kind: kind, EpsP: m.EpsP, ModelID: id, Seeded: c.Seed != nil}
 	chunk := c.HubChunk
 	if chunk <= 0 {
 		chunk = DefaultHubChunk
@@ -95,7 +127,11 @@ func Build(s beam.Scope, c Config) (Info, error) {
 	} else {
 		markLines = beam.CreateList(s, []Pair{})
 	}
-	ids := NodeIDs(s, edgeLines)
+	universe := []beam.PCollection{Labels(s.Scope("Edges"), edgeLines), Labels(s.Scope("Marks"), markLines)}
+	if c.Nodes != "" {
+		universe = append(universe, ReadLabels(s.Scope("Nodes"), c.Nodes))
+	}
+	ids := NodeIDs(s, universe...)
 	n := stats.CountElms(s, ids)
 	edges := Resolve(s.Scope("Edges"), c.Graph, false, ids, edgeLines)
 	marks := Resolve(s.Scope("Marks"), c.Protected, true, ids, markLines)
@@ -109,7 +145,7 @@ func Build(s beam.Scope, c Config) (Info, error) {
 	cands := Candidates(s, kind, chunk, scored)
 	sens := Sensitivities(s, chunk, nodes)
 	outs := Release(s, kind, c.K, c.Seed, c.Model, nodes, cands, sens, n)
-	finals := Finals(s, &finalFn{K: c.K, EpsP: m.EpsP, ModelID: id, RunID: c.RunID}, outs, idLabels)
+	finals := Finals(s, &finalFn{K: c.K, EpsP: m.EpsP, ModelID: id, RunID: c.RunID, Seeded: c.Seed != nil}, outs, idLabels)
 	Write(s, c.Out, c.Charges, c.OutShards, n, finals)
 	return info, nil
 }
@@ -126,12 +162,12 @@ func (f *requireEdgesFn) ProcessElement(n int) error {
 }
 
 func init() {
-	for _, t := range []any{Shard{}, Pair{}, LabelPos{}, Ranked{}, ShardCount{}, globalIDFn{}, Half{}, Node{}, NbrDeg{}, Nb{}, WedgeTask{}, Contrib{}, Count{},
+	for _, t := range []any{Shard{}, Pair{}, Hashed{}, LabelSample{}, sampleFn{}, bucketFn{}, rankInBucketFn{}, Ranked{}, BucketCount{}, globalIDFn{}, shardOfFn{}, Half{}, Node{}, NbrDeg{}, Nb{}, WedgeTask{}, Contrib{}, Count{},
 		Cand{}, SensTask{}, SensInfo{}, UserOut{}, Ref{}, Labeled{}, Final{},
-		planShardsFn{}, readShardFn{}, resolveFn{}, wedgeTasksFn{}, finishCountFn{}, sensTasksFn{}, releaseFn{}, finalFn{}, writeFn{}, shardKeyFn{}, requireEdgesFn{}} {
+		planShardsFn{}, readShardFn{}, resolveFn{}, wedgeTasksFn{}, finishCountFn{}, sensTasksFn{}, releaseFn{}, finalFn{}, writeFn{}, requireEdgesFn{}} {
 		beam.RegisterType(reflect.TypeOf(t))
 	}
-	for _, f := range []any{firstPositions, minInt64, byFirstShard, rankInShardFn, keyByA, bothWays, swapLabel, buildNodeFn,
+	for _, f := range []any{pairLabels, pairLabelA, finalKey, oneShard, keyFinal, keyByA, bothWays, swapLabel, buildNodeFn,
 		sendDegrees, keyNode, attachDegreesFn, countWedgesFn, sumCounts, sumWedgesFn, finishSumFn, sensPairsFn,
 		sumInt32, pairToUser, sensInfoFn, refsFn, labelRefsFn, keyUserOut} {
 		beam.RegisterFunction(f)

@@ -111,18 +111,76 @@ func hubGraph(rng *rand.Rand, n, m, hubs int) (edges, marks string) {
 	return b.String(), p.String()
 }
 
-// single is the single-machine release: release.New(...).Stream with
-// release.WithSeed on graph.ReadFile and protect.ReadFile.
-func single(t *testing.T, graphPath, marksPath, modelPath string, k int, seed uint64) []string {
+// seedp returns a pointer to seed (Config.Seed).
+func seedp(seed uint64) *uint64 { return &seed }
+
+// loadRef is the single-machine reading of the inputs: graph.ReadFile, the
+// node universe added with graph.WithNodes (the labels of the marks file
+// and of the node list), then protect.ReadFile. marksPath and nodesPath
+// may be "".
+func loadRef(t *testing.T, graphPath, marksPath, nodesPath string) (*graph.Graph, *protect.Set) {
 	t.Helper()
 	g, _, err := graph.ReadFile(graphPath)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var extra []string
+	if marksPath != "" {
+		f, err := os.Open(marksPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = graph.ScanPairs(f, marksPath, func(_ int64, a, b []byte, _ bool) error {
+			extra = append(extra, string(a), string(b))
+			return nil
+		})
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if nodesPath != "" {
+		f, err := os.Open(nodesPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = graph.ScanLabels(f, nodesPath, func(_ int64, a []byte) error {
+			extra = append(extra, string(a))
+			return nil
+		})
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g, _, err = graph.WithNodes(g, extra); err != nil {
+		t.Fatal(err)
+	}
+	if marksPath == "" {
+		p, err := protect.New(g.N(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g, p
+	}
 	p, err := protect.ReadFile(marksPath, g)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return g, p
+}
+
+// single is the single-machine release: release.New(...).Stream with
+// release.WithSeed on the inputs as loadRef reads them.
+func single(t *testing.T, graphPath, marksPath, modelPath string, k int, seed uint64) []string {
+	return singleNodes(t, graphPath, marksPath, "", modelPath, k, seed)
+}
+
+// singleNodes is single with a node list. Users are released in label
+// order, bytewise (graph.Graph.ByLabel), as `dplp recommend --all`.
+func singleNodes(t *testing.T, graphPath, marksPath, nodesPath, modelPath string, k int, seed uint64) []string {
+	t.Helper()
+	g, p := loadRef(t, graphPath, marksPath, nodesPath)
 	m, err := model.Load(modelPath)
 	if err != nil {
 		t.Fatal(err)
@@ -131,13 +189,10 @@ func single(t *testing.T, graphPath, marksPath, modelPath string, k int, seed ui
 	if err != nil {
 		t.Fatal(err)
 	}
-	users := make([]int32, g.N())
-	for i := range users {
-		users[i] = int32(i)
-	}
+	users := g.ByLabel() // recommend --all's order
 	var out []string
 	err = rec.Stream(context.Background(), users, k, func(_ int, r release.Result) error {
-		line, err := RenderLine(r.User, r.List, r.K, m.EpsP, r.Cost)
+		line, err := RenderLine(r.User, r.List, r.K, m.EpsP, r.Cost, true)
 		out = append(out, line)
 		return err
 	})
@@ -226,7 +281,7 @@ func TestBeamEqualsSingleMachine(t *testing.T) {
 			ShardBytes = gc.shardBytes
 			defer func() { ShardBytes = old }()
 			out := filepath.Join(dir, fmt.Sprintf("out-%d.jsonl", i))
-			runBeam(t, Config{Graph: gp, Protected: mp, Model: mb, K: c.k, Seed: c.seed, Out: out,
+			runBeam(t, Config{Graph: gp, Protected: mp, Model: mb, K: c.k, Seed: seedp(c.seed), Out: out,
 				Charges: out + ".charges", RunID: "test", HubChunk: gc.hubChunk, OutShards: c.shards})
 			var got []string
 			for i := range max(c.shards, 1) {

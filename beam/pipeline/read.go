@@ -159,8 +159,11 @@ func lineStartAtOrAfter(r io.ReadSeeker, p, size int64) (int64, error) {
 var bom = []byte{0xEF, 0xBB, 0xBF}
 
 // readShardFn reads one shard's data lines with graph.ScanPairs (the line
-// syntax of graph.Parse and protect.ReadFile).
-type readShardFn struct{}
+// syntax of graph.Parse and protect.ReadFile), or with graph.ScanLabels for
+// a node list (Labels: one label a line, emitted as Pair.A).
+type readShardFn struct {
+	Labels bool
+}
 
 func (f *readShardFn) ProcessElement(ctx context.Context, sh Shard, emit func(Pair)) error {
 	fs, err := filesystem.New(ctx, sh.Path)
@@ -225,6 +228,16 @@ func (f *readShardFn) ProcessElement(ctx context.Context, sh Shard, emit func(Pa
 		}
 	}
 	base := sh.Index << posShardShift
+	if f.Labels {
+		_, err = graph.ScanLabels(r, name, func(line int64, a []byte) error {
+			if line >= 1<<posShardShift {
+				return fmt.Errorf("more than 2^%d lines in one shard", posShardShift)
+			}
+			emit(Pair{Pos: base | line, A: string(a)})
+			return nil
+		})
+		return err
+	}
 	_, err = graph.ScanPairs(r, name, func(line int64, a, b []byte, _ bool) error {
 		if line >= 1<<posShardShift {
 			return fmt.Errorf("more than 2^%d lines in one shard", posShardShift)
@@ -243,6 +256,20 @@ func ReadPairs(s beam.Scope, path string) beam.PCollection {
 	shards := beam.ParDo(s, &planShardsFn{ShardBytes: ShardBytes}, p)
 	shards = beam.Reshuffle(s, shards)
 	return beam.ParDo(s, &readShardFn{}, shards)
+}
+
+func pairLabelA(p Pair) string { return p.A }
+
+// ReadLabels reads a node-list file (one label a line, the line syntax of
+// edge lists: comments, blank lines, byte-order mark, LF/CRLF/CR; a line
+// with more than one field fails the pipeline naming the line) and returns
+// its labels (duplicates kept).
+func ReadLabels(s beam.Scope, path string) beam.PCollection {
+	s = s.Scope("ReadLabels")
+	p := beam.Create(s, path)
+	shards := beam.ParDo(s, &planShardsFn{ShardBytes: ShardBytes}, p)
+	shards = beam.Reshuffle(s, shards)
+	return beam.ParDo(s, pairLabelA, beam.ParDo(s, &readShardFn{Labels: true}, shards))
 }
 
 // describePos renders a line position for messages.

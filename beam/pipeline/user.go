@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/model"
+	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/release"
 	"github.com/dplp/dplp/score"
 )
@@ -59,17 +61,37 @@ func sensitivity(kind score.Kind, b, c, deg int) (deltaS, sMax float64) {
 }
 
 // releaseFn assembles each user's release.UserInput and samples it with
-// release.Sampler and release.UserRNG(seed, label, 0), with the calib plan
-// release.Recommender builds.
+// release.Sampler, with the calib plan release.Recommender builds and the
+// generator and sampler its SamplerAuto picks:
+//
+//   - Seeded (research): release.UserRNG(Seed, label, 0), candidates in
+//     id order (UserInput.Canonical), the float Gumbel sampler, exactly
+//     release.New(..., release.WithSeed(Seed)): the lists are a
+//     deterministic function of the graph and the seed, byte-identical to
+//     the single-machine path, and carry NO privacy guarantee.
+//   - Private (Seeded false): a ChaCha8 generator keyed from crypto/rand
+//     on the worker (randx.Crypto, one per DoFn instance, never derived
+//     from anything in the pipeline graph) and the exact base-2 sampler
+//     (calib.Config.ExactSampler), as a crypto-seeded release.Recommender.
+//     A retried bundle draws different lists; only the one that reaches the
+//     charges file is ever charged and written (see finalFn and charges.go).
 type releaseFn struct {
-	Kind  int
-	K     int
-	Seed  uint64
-	Model []byte // the model file's bytes (the compiled model as a side input)
+	Kind   int
+	K      int
+	Seeded bool
+	Seed   uint64 // used only when Seeded
+	Model  []byte // the model file's bytes (the compiled model as a side input)
 
-	m   *model.Model
-	cfg calib.Config
-	sm  release.Sampler
+	m      *model.Model
+	cfg    calib.Config
+	sm     release.Sampler
+	crypto *rand.Rand
+}
+
+// config is the calibration of the release: release.New's, with the exact
+// sampler for private (crypto-seeded) runs as release's SamplerAuto.
+func releaseConfig(kind score.Kind, m *model.Model, seeded bool) calib.Config {
+	return calib.Config{Method: calib.Exponential, Kind: kind, Eps: m.EpsP, Transform: m, ExactSampler: !seeded}
 }
 
 func (f *releaseFn) Setup() error {
@@ -78,8 +100,22 @@ func (f *releaseFn) Setup() error {
 		return err
 	}
 	f.m = m
-	f.cfg = calib.Config{Method: calib.Exponential, Kind: score.Kind(f.Kind), Eps: m.EpsP, Transform: m}
+	f.cfg = releaseConfig(score.Kind(f.Kind), m, f.Seeded)
+	if !f.Seeded {
+		f.crypto = randx.Crypto()
+	}
 	return f.cfg.Validate()
+}
+
+// rng is user label's generator.
+func (f *releaseFn) rng(label string) *rand.Rand {
+	if f.Seeded {
+		return release.UserRNG(f.Seed, label, 0)
+	}
+	if f.crypto == nil { // Setup not run (direct calls)
+		f.crypto = randx.Crypto()
+	}
+	return f.crypto
 }
 
 func (f *releaseFn) ProcessElement(u int32, nodes func(*Node) bool, cands func(*Cand) bool, sens func(*SensInfo) bool, n int, emit func(UserOut)) error {
@@ -88,11 +124,12 @@ func (f *releaseFn) ProcessElement(u int32, nodes func(*Node) bool, cands func(*
 		return err
 	}
 	kind := score.Kind(f.Kind)
+	in.Canonical = f.Seeded // seeded: sorted by id, as release.Recommender with WithSeed
 	plan := f.cfg.Plan(calib.Query{DeltaS: in.DeltaS, SMax: in.SMax})
 	if math.IsNaN(plan.Scale) || math.IsInf(plan.Scale, 0) || plan.Scale < 0 {
 		return fmt.Errorf("release: user %s: noise scale %v is not a finite number >= 0", nd.Label, plan.Scale)
 	}
-	out, err := f.sm.Sample(&plan, in, f.K, release.UserRNG(f.Seed, nd.Label, 0))
+	out, err := f.sm.Sample(&plan, in, f.K, f.rng(nd.Label))
 	if err != nil {
 		return err
 	}
@@ -121,7 +158,7 @@ func assemble(kind score.Kind, u int32, nodes func(*Node) bool, cands func(*Cand
 	sens(&si)
 	nbrs := nd.Nbrs
 	var c Cand
-	in := &release.UserInput{N: n, Canonical: true} // seeded: sorted by id, as release.Recommender with WithSeed
+	in := &release.UserInput{N: n}
 	for cands(&c) {
 		if c.V == u || has(nbrs, c.V) {
 			continue // not a candidate (score.Worker skips u and N(u))
@@ -158,10 +195,16 @@ func assemble(kind score.Kind, u int32, nodes func(*Node) bool, cands func(*Cand
 
 // Release joins each node's record with its candidates and sensitivity and
 // samples its list.
-func Release(s beam.Scope, kind score.Kind, k int, seed uint64, modelBytes []byte, nodes, cands, sens, n beam.PCollection) beam.PCollection {
+// seed nil: private lists (crypto noise on the workers, exact sampler);
+// else seeded research lists (release.UserRNG(*seed, label, 0)).
+func Release(s beam.Scope, kind score.Kind, k int, seed *uint64, modelBytes []byte, nodes, cands, sens, n beam.PCollection) beam.PCollection {
 	s = s.Scope("Release")
 	j := beam.CoGroupByKey(s, beam.ParDo(s, keyNode, nodes), cands, sens)
-	return beam.ParDo(s, &releaseFn{Kind: int(kind), K: k, Seed: seed, Model: modelBytes}, j, beam.SideInput{Input: n})
+	f := &releaseFn{Kind: int(kind), K: k, Model: modelBytes}
+	if seed != nil {
+		f.Seeded, f.Seed = true, *seed
+	}
+	return beam.ParDo(s, f, j, beam.SideInput{Input: n})
 }
 
 // Labelling the released ids: every pick (and influencer) is sent to the
@@ -205,18 +248,22 @@ func labelRefsFn(id int32, labels func(*string) bool, refs func(*Ref) bool, emit
 func keyUserOut(o UserOut) (int32, UserOut) { return o.U, o }
 
 // Final is one user's output line and charge record (JSON, no newline).
+// Key is the user's label: files are written in byte order of Key (the
+// recommend command's --all order), then U.
 type Final struct {
 	U            int32
+	Key          string
 	Line, Charge string
 }
 
 // finalFn renders a user's JSONL line (the recommend command's format) and
-// charge record.
+// charge record, both marked with the run's provenance (Seeded).
 type finalFn struct {
 	K       int
 	EpsP    float64
 	ModelID string
 	RunID   string
+	Seeded  bool
 }
 
 func (f *finalFn) ProcessElement(u int32, outs func(*UserOut) bool, labs func(*Labeled) bool, emit func(Final)) error {
@@ -233,6 +280,12 @@ func (f *finalFn) ProcessElement(u int32, outs func(*UserOut) bool, labs func(*L
 			infl = append(infl, l)
 			continue
 		}
+		if int(l.Rank) >= len(o.IDs) || o.IDs[l.Rank] != l.ID {
+			// A label for another list: the release stage ran twice and the
+			// two branches saw different (crypto-seeded) draws. Fail rather
+			// than write a list that was not sampled.
+			return fmt.Errorf("user %s: label of rank %d is for node %d, the list has %v (recomputed release; internal error)", o.Label, l.Rank, l.ID, o.IDs)
+		}
 		list[l.Rank] = l.Label
 		got++
 	}
@@ -240,12 +293,12 @@ func (f *finalFn) ProcessElement(u int32, outs func(*UserOut) bool, labs func(*L
 		return fmt.Errorf("user %s: %d of %d labels (internal error)", o.Label, got, len(o.IDs))
 	}
 	sort.Slice(infl, func(i, j int) bool { return infl[i].ID < infl[j].ID })
-	line, err := RenderLine(o.Label, list, f.K, f.EpsP, float64(o.Picks)*f.EpsP)
+	line, err := RenderLine(o.Label, list, f.K, f.EpsP, float64(o.Picks)*f.EpsP, f.Seeded)
 	if err != nil {
 		return err
 	}
 	ch := Charge{IdemKey: IdemKey(f.RunID, o.Label), User: o.Label, Model: f.ModelID, K: f.K, EpsP: f.EpsP, List: list,
-		Cost: float64(o.Picks) * f.EpsP, Rho: float64(o.Picks) * f.EpsP * f.EpsP / 8, Seeded: true}
+		Cost: float64(o.Picks) * f.EpsP, Rho: float64(o.Picks) * f.EpsP * f.EpsP / 8, Seeded: f.Seeded}
 	if o.AllInfl {
 		ch.Influencers = []string{release.Everyone}
 	}
@@ -256,7 +309,7 @@ func (f *finalFn) ProcessElement(u int32, outs func(*UserOut) bool, labs func(*L
 	if err != nil {
 		return err
 	}
-	emit(Final{U: u, Line: line, Charge: cb})
+	emit(Final{U: u, Key: o.Label, Line: line, Charge: cb})
 	return nil
 }
 

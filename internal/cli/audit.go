@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/dplp/dplp/audit"
+	"github.com/dplp/dplp/audit/endtoend"
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/randx"
@@ -21,7 +22,7 @@ type auditOptions struct {
 	e2e                bool
 	sampler            string
 	variant, modelPath string
-	epochs             int
+	epochs, toggles    int
 	cfg                audit.Config
 }
 
@@ -49,11 +50,27 @@ monotone table f (plus h(s_pub) for dplp-pub) with Delta_f computed exactly.
 --end-to-end audits the deployed pipeline instead (package audit/endtoend):
 for random graphs and adversarial families (a hub protected to all of u's
 neighbours, stars, cliques, degree-1 queries, degree-2 neighbours, many
-protected non-edges) it trains the model on G and on every neighbouring G'
-(the tables must be bit-identical), runs the real release path for every
-user on both, checks |q - q'| <= Delta_f per candidate, the exposure
-influence sets, and that the exact probability of every list of length <= --k
-moves by at most the eps the ledger charges for it.`,
+protected non-edges, nodes whose only edges are protected), each written as
+text (string labels, an edge list whose first line is a protected edge, a
+marks file, a node list) and loaded through the deployment loader
+(snapshot.Read), it trains the model on G and on every neighbouring G' (G'
+written as text too and loaded: same ids and marks required; the tables must
+be bit-identical), runs the real release path for every user on both, checks
+|q - q'| <= Delta_f per candidate, the exposure influence sets, and that the
+exact probability of every list of length <= --k (default 3) moves by at most
+the eps the ledger charges for it. The probabilities are those of the sampler
+deployment uses (the exact base-2 sampler; --sampler float audits the float
+one). Representation checks: G written with its lines reordered, its
+endpoints swapped and its first appearances reversed must load to the same
+ids, train a bit-identical model and release identical seeded lists. The
+re-serve check: a seeded release in a (temporary SQLite) ledger must never
+come back to a private request. By default every triad score, the two bounded
+scores and the variants dplp and dplp-pub are audited (--variant V audits V
+only). --model FILE releases that model (its score, variant and eps_p) on
+every graph instead of training and reports training invariance as not run;
+a model that is not a triad-score model is refused. JSON keys include
+representation_checks, representation_violations, reserve_checks,
+reserve_violations, sampler and training_invariance.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -61,7 +78,7 @@ moves by at most the eps the ledger charges for it.`,
 				return err
 			}
 			if o.e2e {
-				return runEndToEnd(cmd, o.cfg, o.kinds, o.variant, o.epochs, o.asJSON)
+				return o.runEndToEnd(cmd)
 			}
 			if err := o.validate(cmd); err != nil {
 				return err
@@ -90,8 +107,9 @@ func (o *auditOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.variant, "variant", "", "audit learned utilities: train this DPLP variant (dplp, lin, umnn, dplp-pub) per score on a synthetic graph and audit its compiled table")
 	f.StringVar(&o.modelPath, "model", "", "audit the compiled transform of a saved model (its score only)")
 	f.IntVar(&o.epochs, "epochs", 5, "with --variant: training epochs")
-	f.StringVar(&o.sampler, "sampler", "float", "float (the mechanisms as released by default) or exact (the exact base-2 exponential mechanism of mech/exact, audited against K x its proven eps per pick)")
-	f.BoolVar(&o.e2e, "end-to-end", false, "audit the whole deployed pipeline: training on every neighbouring graph (bit-identical models required), the release path's utilities, exact list probabilities against the charged cost, influence sets (--variant selects the model, default dplp; --graphs, --k, --eps, --seed, --score apply)")
+	f.StringVar(&o.sampler, "sampler", "float", "float (the mechanisms as released by default) or exact (the exact base-2 exponential mechanism of mech/exact, audited against K x its proven eps per pick); with --end-to-end the default is the deployed sampler (exact)")
+	f.BoolVar(&o.e2e, "end-to-end", false, "audit the whole deployed pipeline: graphs written as text and loaded (representation checks), training on every neighbouring graph (bit-identical models required), the release path's utilities, exact list probabilities of the deployed sampler against the charged cost, influence sets, the re-serve layer (--variant V audits V only, default dplp and dplp-pub; --model FILE audits that model; --graphs, --k (<= 3), --eps, --seed, --score, --sampler, --toggles apply)")
+	f.IntVar(&o.toggles, "toggles", endtoend.Default().Toggles, "with --end-to-end: neighbouring graphs audited per graph (0: all)")
 }
 
 // validate parses --score and --method into cfg and checks the flags of the

@@ -1,15 +1,25 @@
-// Command dplp-beam is dplp's batch release on Apache Beam: one private
-// top-K list per user of the graph, byte-identical to
-// `dplp recommend --all --seed N --format jsonl`.
+// Command dplp-beam is dplp's batch release on Apache Beam: one top-K list
+// per user of the graph.
 //
-//	go run ./cmd/dplp-beam --graph G --protected P --model M --k K --seed N --out FILE \
-//	    [--charges FILE] [--run-id ID] [--store DSN [--user-budget EPS]] [--runner prism|direct|flink|spark|dataflow ...]
+// Private release (deployment): without --seed every user's noise comes
+// from crypto/rand on the workers (exact sampler), --store is required, and
+// a list is written to --out only after its charge is committed to the
+// store; every line says "seeded":false.
+//
+//	go run ./cmd/dplp-beam --graph G --protected P [--nodes FILE] --model M --k K --out FILE --store DSN \
+//	    [--user-budget EPS] [--charges FILE] [--run-id ID] [--runner prism|direct|flink|spark|dataflow ...]
+//
+// Seeded release (research only, NO privacy guarantee): with --seed N the
+// lists are byte-identical to `dplp recommend --all --seed N --format
+// jsonl`, every line and charge is marked "seeded":true, and the ledger
+// records them as seeded (never served to a private request).
 //
 // See docs/BEAM.md.
 package main
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"flag"
@@ -27,16 +37,17 @@ import (
 
 var (
 	graphPath  = flag.String("graph", "", "edge list (local path, gs:// or s3://; .gz and .zst decompressed)")
-	protPath   = flag.String("protected", "", "protection marks, one pair per line (empty: none)")
+	protPath   = flag.String("protected", "", "protection marks, one pair per line (empty: none); their labels are nodes (isolated if no edge names them)")
+	nodesPath  = flag.String("nodes", "", "node list, one label per line (empty: none): declared nodes, isolated if no edge names them")
 	modelPath  = flag.String("model", "", "model file written by dplp train (read by the driver, shipped in the pipeline)")
 	k          = flag.Int("k", 10, "list length K")
-	seed       = flag.String("seed", "", "seed of the per-user generators (required; seeded lists are reproducible and NOT for deployment)")
-	outPath    = flag.String("out", "", "output JSONL lists, one line per user in id order")
+	seed       = flag.String("seed", "", "seed of the per-user generators: a reproducible research run, NOT for deployment (lines and charges marked seeded); empty: a private release with crypto noise (needs --store)")
+	outPath    = flag.String("out", "", "output JSONL lists, one line per user, user labels in byte order (recommend --all's order)")
 	chargePath = flag.String("charges", "", "output JSONL charges (default: <out>.charges.jsonl; \"-\": none)")
-	runID      = flag.String("run-id", "", "run id of the idempotency keys run:<run-id>:<user> (default: a hash of the model, inputs, K and seed)")
+	runID      = flag.String("run-id", "", "run id of the idempotency keys run:<run-id>:<user> (default: seeded runs a hash of the model, inputs, K and seed; private runs a fresh random id, printed)")
 	hubChunk   = flag.Int("hub-chunk", pipeline.DefaultHubChunk, "salting block: a node of degree d becomes ceil(d/B)^2 wedge tasks")
-	outShards  = flag.Int("out-shards", 1, "write the lists (and charges) as this many files <out>-00000-of-0000N, consecutive user-id ranges in order (1: one file, gathered on one worker)")
-	store      = flag.String("store", "", "apply the charges to this ledger (sqlite:PATH or postgres DSN) after the run; lists are then written to --out only once charged")
+	outShards  = flag.Int("out-shards", 1, "write the lists (and charges) as this many files <out>-00000-of-0000N, consecutive ranges of users in label byte order (1: one file, gathered on one worker; seeded runs without --store only)")
+	store      = flag.String("store", "", "apply the charges to this ledger (sqlite:PATH or postgres DSN) after the run; lists are then written to --out only once charged (required without --seed)")
 	budget     = flag.Float64("user-budget", math.Inf(1), "with --store: refuse charges that take a user past this eps")
 )
 
@@ -63,12 +74,15 @@ func run(ctx context.Context) error {
 	if *graphPath == "" || *modelPath == "" || *outPath == "" {
 		return fmt.Errorf("--graph, --model and --out are required")
 	}
-	if *seed == "" {
-		return fmt.Errorf("--seed is required: the pipeline draws each user's noise from release.UserRNG(seed, user) (unseeded Beam releases are not supported yet)")
-	}
-	sd, err := strconv.ParseUint(*seed, 10, 64)
-	if err != nil {
-		return fmt.Errorf("--seed: %w", err)
+	var sd *uint64
+	if *seed != "" {
+		v, err := strconv.ParseUint(*seed, 10, 64)
+		if err != nil {
+			return fmt.Errorf("--seed %q: %w", *seed, err)
+		}
+		sd = &v
+	} else if *store == "" {
+		return fmt.Errorf("a private release (no --seed) needs --store: no list leaves unless its charge is committed to the ledger (use --seed N for a research run)")
 	}
 	mb, err := os.ReadFile(*modelPath)
 	if err != nil {
@@ -88,33 +102,69 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("--store applies one charges file: use --out-shards 1 (or apply the shards' charges separately)")
 	}
 	rid := *runID
-	if rid == "" {
+	switch {
+	case rid != "":
+	case sd != nil:
 		h := sha256.New()
-		fmt.Fprintf(h, "%x\x00%s\x00%s\x00%d\x00%d", sha256.Sum256(mb), *graphPath, *protPath, *k, sd)
+		fmt.Fprintf(h, "%x\x00%s\x00%s\x00%d\x00%d", sha256.Sum256(mb), *graphPath, *protPath, *k, *sd)
+		if *nodesPath != "" {
+			fmt.Fprintf(h, "\x00%s", *nodesPath)
+		}
 		rid = "beam-" + hex.EncodeToString(h.Sum(nil))[:16]
+	default:
+		// A private run's lists are fresh draws: a new key space, so a re-run
+		// releases (and pays for) new lists. Give the printed id to resume a
+		// run whose charges were not all applied.
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return err
+		}
+		rid = "beam-" + hex.EncodeToString(b[:])
 	}
+	// Seeded runs with --store, and every private run, write no list before
+	// the charges are committed: seeded ones to <out>.uncharged (removed by
+	// ApplyCharges), private ones none at all (the charges file carries the
+	// lists to the store; ApplyCharges writes --out from the stored lists).
 	lists := *outPath
-	if *store != "" {
+	switch {
+	case sd == nil:
+		lists = ""
+	case *store != "":
 		lists = *outPath + ".uncharged"
 	}
 	p, s := beam.NewPipelineWithRoot()
-	info, err := pipeline.Build(s, pipeline.Config{Graph: *graphPath, Protected: *protPath, Model: mb, K: *k, Seed: sd,
+	info, err := pipeline.Build(s, pipeline.Config{Graph: *graphPath, Protected: *protPath, Nodes: *nodesPath, Model: mb, K: *k, Seed: sd,
 		Out: lists, Charges: charges, RunID: rid, HubChunk: *hubChunk, OutShards: *outShards})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "dplp-beam: %s on %s, K = %d, eps_p %g, seed %d (seeded: NOT for deployment), run id %s\n",
-		info.ModelID, info.Kind, *k, info.EpsP, sd, rid)
+	if sd != nil {
+		fmt.Fprintf(os.Stderr, "dplp-beam: %s on %s, K = %d, eps_p %g, seed %d (seeded: NO privacy guarantee, NOT for deployment; lines and charges marked seeded), run id %s\n",
+			info.ModelID, info.Kind, *k, info.EpsP, *sd, rid)
+	} else {
+		fmt.Fprintf(os.Stderr, "dplp-beam: %s on %s, K = %d, eps_p %g, private release (crypto noise, exact sampler), run id %s\n",
+			info.ModelID, info.Kind, *k, info.EpsP, rid)
+	}
 	if err := beamx.Run(ctx, p); err != nil {
 		return fmt.Errorf("pipeline failed: %w", err)
 	}
 	if *store == "" {
-		fmt.Fprintf(os.Stderr, "dplp-beam: lists in %s, charges in %s (apply them before serving the lists)\n", *outPath, charges)
+		fmt.Fprintf(os.Stderr, "dplp-beam: seeded lists in %s, charges in %s (research output: never serve them)\n", *outPath, charges)
 		return nil
 	}
 	res, err := pipeline.ApplyCharges(ctx, *store, charges, *budget, lists, *outPath)
 	if err != nil {
+		if sd == nil {
+			return fmt.Errorf("%w (no list written; %s holds this run's uncharged lists: re-run with --run-id %s to resume, or delete it)", err, charges, rid)
+		}
 		return err
+	}
+	if sd == nil {
+		// The ledger now holds every accepted list; the charges file would
+		// only add a copy of the refused users' uncharged lists.
+		if err := pipeline.Remove(ctx, charges); err != nil {
+			fmt.Fprintf(os.Stderr, "dplp-beam: warning: could not remove the charges file %s (it holds uncharged lists of refused users): %v\n", charges, err)
+		}
 	}
 	fmt.Fprintf(os.Stderr, "dplp-beam: %d fresh lists charged (%g eps in all), %d already charged under their key, %d refused by the cap; lists in %s\n",
 		res.Fresh, res.Spent, res.Again, len(res.Refused), *outPath)
