@@ -134,7 +134,11 @@ type Metadata struct {
 	SkippedQueries int             `json:"skipped_queries"`
 	Seed           *uint64         `json:"seed,omitempty"` // absent: crypto-seeded run
 	Dataset        string          `json:"dataset"`        // free-form description of the training data
-	Created        time.Time       `json:"created"`
+	// Data is the fingerprint of the invariant data the model was trained
+	// on (protect.Fingerprint: labels, public graph, marks), so a release on
+	// other data can say so; absent in files written before it existed.
+	Data    string    `json:"data,omitempty"`
+	Created time.Time `json:"created"`
 }
 
 // Info is what Compile needs beyond the fit.

@@ -11,6 +11,7 @@ import (
 	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/predict"
+	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/train"
 	"github.com/dplp/dplp/train/deploy"
@@ -193,6 +194,7 @@ func (o *trainOptions) run(cmd *cobra.Command) error {
 	}
 	m.Predictor = o.predf.spec(o.spec.Name)
 	m.Meta.Dataset = fmt.Sprintf("%s: public graph, %d training queries", o.path, len(pairs.Queries))
+	m.Meta.Data = protect.Fingerprint(g, prot)
 	if err := model.Save(o.out, m); err != nil {
 		return err
 	}

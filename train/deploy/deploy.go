@@ -426,5 +426,10 @@ func Train(ctx context.Context, g *graph.Graph, p *protect.Set, spec Spec) (*mod
 	if err != nil {
 		return nil, Summary{}, err
 	}
-	return Model(ctx, pr, sc, strings.ToLower(k.String()), spec.Variant, spec.EpsP, Options{Epochs: spec.Epochs, OnEpoch: spec.OnEpoch, Dataset: "public graph"}, spec.Seed)
+	m, sum, err := Model(ctx, pr, sc, strings.ToLower(k.String()), spec.Variant, spec.EpsP, Options{Epochs: spec.Epochs, OnEpoch: spec.OnEpoch, Dataset: "public graph"}, spec.Seed)
+	if err != nil {
+		return nil, sum, err
+	}
+	m.Meta.Data = protect.Fingerprint(g, p)
+	return m, sum, nil
 }
