@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"github.com/dplp/dplp/accountant"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -293,12 +294,13 @@ func (f *finalFn) ProcessElement(u int32, outs func(*UserOut) bool, labs func(*L
 		return fmt.Errorf("user %s: %d of %d labels (internal error)", o.Label, got, len(o.IDs))
 	}
 	sort.Slice(infl, func(i, j int) bool { return infl[i].ID < infl[j].ID })
-	line, err := RenderLine(o.Label, list, f.K, f.EpsP, float64(o.Picks)*f.EpsP, f.Seeded)
+	charge := accountant.PerPick(f.EpsP, int(o.Picks)) // the privacy map, as release.Recommender charges
+	line, err := RenderLine(o.Label, list, f.K, f.EpsP, charge.Eps, f.Seeded)
 	if err != nil {
 		return err
 	}
 	ch := Charge{IdemKey: IdemKey(f.RunID, o.Label), User: o.Label, Model: f.ModelID, K: f.K, EpsP: f.EpsP, List: list,
-		Cost: float64(o.Picks) * f.EpsP, Rho: float64(o.Picks) * f.EpsP * f.EpsP / 8, Seeded: f.Seeded}
+		Cost: charge.Eps, Rho: charge.Rho, Seeded: f.Seeded}
 	if o.AllInfl {
 		ch.Influencers = []string{release.Everyone}
 	}
