@@ -6,7 +6,8 @@
 //	m, err := dplp.Train(ctx, g, prot, dplp.TrainSpec{Score: "aa", Variant: "dplp", EpsP: 0.5})
 //	store, err := dplp.OpenStore(ctx, "sqlite:ledger.db")
 //	rec, err := dplp.NewRecommender(m, g, prot, dplp.WithStore(store))
-//	res, err := rec.Recommend(ctx, []string{"alice"}, 30)
+//	res, err := rec.Recommend(ctx, []string{"alice"}, 30)                // sticky: re-served free once released
+//	res, err = rec.Recommend(ctx, []string{"alice"}, 30, dplp.Fresh())   // a new list, charged again
 //
 // Guarantees (docs/privacy-model.md): training reads only the public graph
 // and the marks, so the trained model is the same in every neighbouring
@@ -76,7 +77,9 @@ func NewRecommender(m *model.Model, g *graph.Graph, prot *protect.Set, opts ...r
 	return release.New(m, g, prot, opts...)
 }
 
-// Options of NewRecommender (see package release).
+// Options of NewRecommender (see package release). WithFresh and
+// WithIdempotencyKey set the defaults of every call; Fresh and
+// IdempotencyKey choose per call.
 var (
 	WithStore          = release.WithStore
 	WithCap            = release.WithCap
@@ -84,4 +87,11 @@ var (
 	WithFresh          = release.WithFresh
 	WithScorer         = release.WithScorer
 	WithIdempotencyKey = release.WithIdempotencyKey
+)
+
+// Per-call options of Recommender.Recommend and Stream (see package
+// release): one Recommender serves sticky, fresh and idempotent calls.
+var (
+	Fresh          = release.Fresh
+	IdempotencyKey = release.IdempotencyKey
 )

@@ -26,6 +26,7 @@ func Example() {
 	rec, _ := dplp.NewRecommender(m, lg.Graph, prot, dplp.WithStore(store))
 	first, _ := rec.Recommend(ctx, []string{"0"}, 10)
 	again, _ := rec.Recommend(ctx, []string{"0"}, 10)
-	fmt.Println(len(first[0].List), first[0].Cost, first[0].Fresh, again[0].Cost, again[0].Fresh)
-	// Output: 10 5 true 0 false
+	anew, _ := rec.Recommend(ctx, []string{"0"}, 10, dplp.Fresh())
+	fmt.Println(len(first[0].List), first[0].Cost, first[0].Fresh, again[0].Cost, again[0].Fresh, anew[0].Cost, anew[0].Fresh)
+	// Output: 10 5 true 0 false 5 true
 }

@@ -51,7 +51,15 @@
 // order, retry on serialization failure and deadlock, synchronous_commit=on
 // for every charge). Both stores share one versioned schema (table
 // schema_migrations); opening a store written by a newer dplp is refused.
-// [ImportJSON] moves the old account JSON ledger into a Store.
+// [OpenWith] opens an existing ledger only unless [OpenOptions].Create is set
+// (a missing store is an [ErrNoLedger] error and nothing is created), can
+// open read-only (never migrating or writing), announces lock waits
+// ([OpenOptions].LockWait), and refuses a non-empty database that is not a
+// dplp ledger ([ErrNotLedger]); [Open] is OpenWith with Create.
+// [DefaultStore] is the CLI's default, independent of the working
+// directory. [Verify] checks a store's integrity; [Redact] hides the
+// secrets of a store name for logs. [ImportJSON] moves the old account
+// JSON ledger into a Store.
 //
 // See docs/LEDGER.md for the schema, the transactions and the crash-safety
 // argument.

@@ -242,58 +242,20 @@ type Store interface {
 	Close() error
 }
 
-// Open opens (creating and migrating when needed) the store named by dsn:
+// Open opens the store named by dsn, creating it when it does not exist
+// and migrating its schema when needed: it is OpenWith(ctx, dsn,
+// OpenOptions{Create: true}). Use it where creating a ledger is the intent
+// (tests, demos, a command run with --create); OpenWith without Create
+// refuses a missing store instead of starting an empty ledger. Names:
 //
-//	sqlite:PATH                      SQLite file PATH (created if missing)
+//	sqlite:PATH                      SQLite file PATH
 //	sqlite:PATH?synchronous=normal   faster, see OpenSQLite
 //	postgres://... postgresql://...  a PostgreSQL database (pgx syntax)
+//
+// A database that has tables but is not a dplp ledger is refused and left
+// untouched (ErrNotLedger).
 func Open(ctx context.Context, dsn string) (Store, error) {
-	s, err := openAt(ctx, dsn, LatestSchema)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// openAt is Open migrating only up to schema version upto (tests).
-func openAt(ctx context.Context, dsn string, upto int) (*sqlStore, error) {
-	switch {
-	case strings.HasPrefix(dsn, "sqlite:"):
-		path, query, _ := strings.Cut(strings.TrimPrefix(dsn, "sqlite:"), "?")
-		opt := SQLiteOptions{}
-		if query != "" {
-			for _, kv := range strings.Split(query, "&") {
-				k, v, _ := strings.Cut(kv, "=")
-				switch {
-				case k == "synchronous" && strings.EqualFold(v, "normal"):
-					opt.SyncNormal = true
-				case k == "synchronous" && strings.EqualFold(v, "full"):
-				default:
-					return nil, fmt.Errorf("ledger: %w: unknown sqlite option %q in %q (known: synchronous=full|normal)", ErrInvalid, kv, dsn)
-				}
-			}
-		}
-		return openSQLite(ctx, path, opt, upto)
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return openPostgres(ctx, dsn, upto)
-	case dsn == "":
-		return nil, fmt.Errorf("ledger: %w: empty store name; use sqlite:PATH or postgres://user@host/db", ErrInvalid)
-	default:
-		return nil, fmt.Errorf("ledger: %w: unknown store %q; use sqlite:PATH or postgres://user@host/db (postgresql:// also accepted)", ErrInvalid, redact(dsn))
-	}
-}
-
-// redact hides a password in a URL-like store name.
-func redact(dsn string) string {
-	if i := strings.Index(dsn, "://"); i >= 0 {
-		rest := dsn[i+3:]
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			if c := strings.Index(rest[:at], ":"); c >= 0 {
-				return dsn[:i+3] + rest[:c] + ":***" + rest[at:]
-			}
-		}
-	}
-	return dsn
+	return OpenWith(ctx, dsn, OpenOptions{Create: true})
 }
 
 func invalid(format string, args ...any) error {

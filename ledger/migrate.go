@@ -13,7 +13,7 @@ import (
 type migration struct {
 	version     int
 	description string
-	stmts       []string // with {{ID}} and {{BLOB}} placeholders
+	stmts       []string // with {{ID}} and {{BLOB}} placeholders; see also dialectStmts
 }
 
 var migrations = []migration{
@@ -76,6 +76,58 @@ var migrations = []migration{
 		`DROP INDEX releases_latest`,
 		`CREATE INDEX releases_latest_prov ON releases (user_id, model, k, seeded, id)`,
 	}},
+	{5, "CHECK constraints on running totals: spend and exposure never negative, seeded <= releases", nil}, // dialectStmts
+}
+
+// dialectStmts holds the statements of migrations that differ between the
+// dialects, by version and dialect; they replace the migration's stmts.
+var dialectStmts = map[int]map[string][]string{
+	5: {
+		// SQLite cannot add a CHECK to an existing table: the two tables
+		// are rebuilt (no index, trigger, view or foreign key refers to
+		// them; the copy runs in the migration's write transaction). A row
+		// that already violates a constraint makes the migration fail and
+		// leaves the store at version 4 (dplp ledger verify names the row).
+		"sqlite": {
+			`CREATE TABLE spend_v5 (
+				user_id TEXT PRIMARY KEY,
+				spent DOUBLE PRECISION NOT NULL DEFAULT 0,
+				rho DOUBLE PRECISION NOT NULL DEFAULT 0,
+				releases BIGINT NOT NULL DEFAULT 0,
+				seeded BIGINT NOT NULL DEFAULT 0,
+				CONSTRAINT spend_nonneg CHECK (spent >= 0 AND rho >= 0 AND releases >= 0 AND seeded >= 0 AND seeded <= releases)
+			)`,
+			`INSERT INTO spend_v5 (user_id, spent, rho, releases, seeded) SELECT user_id, spent, rho, releases, seeded FROM spend`,
+			`DROP TABLE spend`,
+			`ALTER TABLE spend_v5 RENAME TO spend`,
+			`CREATE TABLE exposure_v5 (
+				party TEXT PRIMARY KEY,
+				eps DOUBLE PRECISION NOT NULL DEFAULT 0,
+				rho DOUBLE PRECISION NOT NULL DEFAULT 0,
+				CONSTRAINT exposure_nonneg CHECK (eps >= 0 AND rho >= 0)
+			)`,
+			`INSERT INTO exposure_v5 (party, eps, rho) SELECT party, eps, rho FROM exposure`,
+			`DROP TABLE exposure`,
+			`ALTER TABLE exposure_v5 RENAME TO exposure`,
+		},
+		"postgres": {
+			`ALTER TABLE spend ADD CONSTRAINT spend_nonneg CHECK (spent >= 0 AND rho >= 0 AND releases >= 0 AND seeded >= 0 AND seeded <= releases)`,
+			`ALTER TABLE exposure ADD CONSTRAINT exposure_nonneg CHECK (eps >= 0 AND rho >= 0)`,
+		},
+	},
+}
+
+// statements returns m's statements for dialect, placeholders replaced.
+func (m migration) statements(dialect string) []string {
+	stmts := m.stmts
+	if d, ok := dialectStmts[m.version]; ok {
+		stmts = d[dialect]
+	}
+	out := make([]string, len(stmts))
+	for i, st := range stmts {
+		out[i] = dialectSQL(dialect, st)
+	}
+	return out
 }
 
 // LatestSchema is the schema version this package writes.
@@ -107,13 +159,26 @@ func schemaVersion(ctx context.Context, q querier) (int, error) {
 // migrate brings the schema to version upto (LatestSchema in production;
 // tests stop earlier) in one write transaction, and refuses a store whose
 // schema is newer than this package knows. lock, when non-empty, is run
-// first in the transaction to serialise concurrent migrators.
-func migrate(ctx context.Context, b backend, upto int, lock string) error {
+// first in the transaction to serialise concurrent migrators. A database
+// with tables that is not a dplp ledger is refused (ErrNotLedger) and one
+// without tables is an ErrNoLedger error unless create is set; both are
+// decided inside the transaction, so concurrent creators agree.
+func migrate(ctx context.Context, b backend, upto int, lock string, create bool) error {
 	return b.write(ctx, func(q querier) error {
 		if lock != "" {
 			if err := q.exec(ctx, lock); err != nil {
 				return err
 			}
+		}
+		kind, detail, err := classify(ctx, q, b.name())
+		if err != nil {
+			return err
+		}
+		switch {
+		case kind == kindForeign:
+			return fmt.Errorf("%w: %s; it was left untouched", ErrNotLedger, detail)
+		case kind == kindEmpty && !create:
+			return fmt.Errorf("%w (the database has no tables; nothing was created)", ErrNoLedger)
 		}
 		if err := q.exec(ctx, createMigrations); err != nil {
 			return err
@@ -130,9 +195,9 @@ func migrate(ctx context.Context, b backend, upto int, lock string) error {
 			if m.version <= cur || m.version > upto {
 				continue
 			}
-			for _, st := range m.stmts {
-				if err := q.exec(ctx, dialectSQL(b.name(), st)); err != nil {
-					return fmt.Errorf("ledger: migration %d (%s): %w", m.version, m.description, err)
+			for _, st := range m.statements(b.name()) {
+				if err := q.exec(ctx, st); err != nil {
+					return fmt.Errorf("migration %d (%s) failed, the store was left at version %d: %w", m.version, m.description, cur, err)
 				}
 			}
 			if err := q.exec(ctx, "INSERT INTO schema_migrations (version, description, applied_at) VALUES (?, ?, ?)",

@@ -36,25 +36,39 @@ const migrationLock = "SELECT pg_advisory_xact_lock(7302551903)"
 // synchronous_commit=on, so a charge is durable (WAL flushed) when it
 // returns whatever the server's default.
 func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
-	s, err := openPostgres(ctx, dsn, LatestSchema)
+	s, err := openPostgres(ctx, dsn, LatestSchema, OpenOptions{Create: true, LockNotice: time.Second})
 	if err != nil {
-		return nil, err
+		return nil, scrub(dsn, err)
 	}
 	return s, nil
 }
 
-func openPostgres(ctx context.Context, dsn string, upto int) (*sqlStore, error) {
+func openPostgres(ctx context.Context, dsn string, upto int, o OpenOptions) (*sqlStore, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: postgres store %s: %w", redact(dsn), err)
+		return nil, fmt.Errorf("ledger: postgres store %s: %w", Redact(dsn), err)
 	}
-	b := &pgBackend{cfg: cfg, sem: make(chan struct{}, pgMaxConns)}
-	if err := migrate(ctx, b, upto, migrationLock); err != nil {
+	if o.ReadOnly {
+		// Every statement of every connection runs in a read-only
+		// transaction: the server itself refuses writes.
+		cfg.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	b := &pgBackend{cfg: cfg, sem: make(chan struct{}, pgMaxConns), readOnly: o.ReadOnly, onWait: o.LockWait, notice: o.LockNotice}
+	fail := func(err error) (*sqlStore, error) {
 		b.close()
 		if errors.Is(err, ErrSchemaTooNew) {
-			return nil, fmt.Errorf("%w (database %s)", err, redact(dsn))
+			return nil, fmt.Errorf("%w (database %s)", err, Redact(dsn))
 		}
-		return nil, fmt.Errorf("ledger: postgres store %s: %w", redact(dsn), err)
+		return nil, fmt.Errorf("ledger: postgres store %s: %w", Redact(dsn), err)
+	}
+	if o.ReadOnly {
+		if err := b.snapshot(ctx, func(q querier) error { return checkReadable(ctx, q, "postgres", "PostgreSQL database") }); err != nil {
+			return fail(err)
+		}
+		return &sqlStore{b: b, now: time.Now, readOnly: true}, nil
+	}
+	if err := migrate(ctx, b, upto, migrationLock, o.Create); err != nil {
+		return fail(err)
 	}
 	return &sqlStore{b: b, now: time.Now}, nil
 }
@@ -67,7 +81,15 @@ type pgBackend struct {
 	mu     sync.Mutex
 	idle   []*pgx.Conn
 	closed bool
+
+	readOnly bool
+	onWait   func()        // OpenOptions.LockWait
+	notice   time.Duration // OpenOptions.LockNotice
 }
+
+// errLockNotice marks a write attempt stopped by the notice's lock_timeout:
+// the notice has been given and the transaction is retried without it.
+var errLockNotice = errors.New("ledger: lock wait notice")
 
 func (b *pgBackend) acquire(ctx context.Context) (*pgx.Conn, error) {
 	select {
@@ -122,7 +144,16 @@ func pgTransient(err error) bool {
 }
 
 func (b *pgBackend) write(ctx context.Context, fn func(querier) error) error {
-	return retry(ctx, pgTransient, func() error {
+	if b.readOnly {
+		return errReadOnly("postgres")
+	}
+	// The lock-wait notice: the first attempt runs with lock_timeout set to
+	// the notice delay; when a lock wait hits it (SQLSTATE 55P03), the
+	// notice is given and the transaction is retried with the server's
+	// lock_timeout, waiting as long as it would have.
+	armed := b.onWait != nil
+	transient := func(err error) bool { return errors.Is(err, errLockNotice) || pgTransient(err) }
+	return retry(ctx, transient, func() error {
 		c, err := b.acquire(ctx)
 		if err != nil {
 			return err
@@ -137,8 +168,20 @@ func (b *pgBackend) write(ctx context.Context, fn func(querier) error) error {
 			tx.Rollback(ctx)
 			return err
 		}
+		if armed {
+			if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", max(1, b.notice.Milliseconds()))); err != nil {
+				tx.Rollback(ctx)
+				return err
+			}
+		}
 		if err := fn(pgQ{tx}); err != nil {
 			healthy = tx.Rollback(ctx) == nil
+			var pe *pgconn.PgError
+			if armed && errors.As(err, &pe) && pe.Code == "55P03" {
+				armed = false
+				b.onWait()
+				return errLockNotice
+			}
 			return err
 		}
 		if err := tx.Commit(ctx); err != nil {
@@ -157,6 +200,26 @@ func (b *pgBackend) read(ctx context.Context, fn func(querier) error) error {
 		}
 		err = fn(pgQ{c})
 		b.release(c, err == nil || ctx.Err() == nil)
+		return err
+	})
+}
+
+// snapshot runs fn in a REPEATABLE READ, READ ONLY transaction: every read
+// of fn sees the same snapshot.
+func (b *pgBackend) snapshot(ctx context.Context, fn func(querier) error) error {
+	return retry(ctx, pgTransient, func() error {
+		c, err := b.acquire(ctx)
+		if err != nil {
+			return err
+		}
+		healthy := false
+		defer func() { b.release(c, healthy) }()
+		tx, err := c.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		if err != nil {
+			return err
+		}
+		err = fn(pgQ{tx})
+		healthy = tx.Rollback(ctx) == nil
 		return err
 	})
 }

@@ -119,7 +119,7 @@ func TestProvenanceMigration(t *testing.T) {
 	eachStore(t, func(t *testing.T, fx fixture) {
 		ctx := ctxT(t)
 		dsn := fx.dsn(t)
-		old, err := openAt(ctx, dsn, 3)
+		old, err := openAt(ctx, dsn, 3, OpenOptions{Create: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -34,16 +37,24 @@ type SQLiteOptions struct {
 // BEGIN IMMEDIATE, taking the database's write lock before reading the
 // budget, so concurrent writers in any number of processes are serialised
 // and a budget check can never be based on a stale read. Within one process,
-// writers also queue on a mutex instead of spinning on the lock.
+// writers also queue on a mutex instead of spinning on the lock. A database
+// with tables that is not a dplp ledger is refused (ErrNotLedger).
 func OpenSQLite(ctx context.Context, path string, opt SQLiteOptions) (Store, error) {
-	s, err := openSQLite(ctx, path, opt, LatestSchema)
+	s, err := openSQLite(ctx, path, opt, LatestSchema, OpenOptions{Create: true, LockNotice: time.Second})
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-func openSQLite(ctx context.Context, path string, opt SQLiteOptions, upto int) (*sqlStore, error) {
+// sqliteURI is path as the file name of an SQLite URI ("file:..."): '%' is
+// the only character of an accepted path that needs escaping ('?' and '#'
+// are refused).
+func sqliteURI(path string) string {
+	return "file:" + strings.ReplaceAll(path, "%", "%25")
+}
+
+func openSQLite(ctx context.Context, path string, opt SQLiteOptions, upto int, o OpenOptions) (*sqlStore, error) {
 	switch {
 	case path == "":
 		return nil, invalid("empty SQLite path (use sqlite:PATH)")
@@ -60,42 +71,96 @@ func openSQLite(ctx context.Context, path string, opt SQLiteOptions, upto int) (
 	if opt.SyncNormal {
 		syncMode = "NORMAL"
 	}
+	// mode: SQLite's own open mode. rw never creates the file (no race
+	// between the check below and the open), rwc creates it, ro opens it
+	// read-only; query_only additionally refuses every write statement.
+	mode := "rw"
+	switch {
+	case o.ReadOnly:
+		mode = "ro"
+	case o.Create:
+		mode = "rwc"
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("ledger: sqlite %s: %w (it is a directory)", path, ErrNoLedger)
+	} else if errors.Is(err, fs.ErrNotExist) {
+		if !o.Create {
+			return nil, fmt.Errorf("ledger: sqlite %s: %w (the file does not exist; nothing was created)", path, ErrNoLedger)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("ledger: sqlite %s: creating its directory: %w", path, err)
+		}
+	}
 	// cache_size: 64 MiB of page cache per connection (SQLite's default is
 	// 2 MiB): batch charges insert into three indexes keyed by user, in no
-	// particular order, and a small cache turns that into disk reads.
-	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(%s)&_pragma=cache_size(-65536)&_txlock=immediate",
-		path, busy.Milliseconds(), syncMode)
+	// particular order, and a small cache turns that into disk reads. The
+	// journal mode is set once below, after the file is known to be a
+	// ledger (setting it writes the file).
+	dsn := fmt.Sprintf("%s?mode=%s&_pragma=busy_timeout(%d)&_pragma=synchronous(%s)&_pragma=cache_size(-65536)",
+		sqliteURI(path), mode, busy.Milliseconds(), syncMode)
+	if o.ReadOnly {
+		dsn += "&_query_only=1"
+	} else {
+		dsn += "&_txlock=immediate"
+	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: open sqlite %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(8)
-	b := &sqliteBackend{db: db}
+	b := &sqliteBackend{db: db, readOnly: o.ReadOnly, onWait: o.LockWait, notice: o.LockNotice}
 	fail := func(err error) (*sqlStore, error) {
-		db.Close()
-		return nil, fmt.Errorf("ledger: sqlite %s: %w", path, err)
-	}
-	var mode string
-	if err := b.read(ctx, func(q querier) error { return q.queryRow(ctx, "PRAGMA journal_mode").Scan(&mode) }); err != nil {
-		return fail(err)
-	}
-	if !strings.EqualFold(mode, "wal") {
-		return fail(fmt.Errorf("journal mode is %q, not WAL (is the file on a filesystem without shared memory?)", mode))
-	}
-	if err := migrate(ctx, b, upto, ""); err != nil {
 		db.Close()
 		if errors.Is(err, ErrSchemaTooNew) {
 			return nil, fmt.Errorf("%w (file %s)", err, path)
 		}
 		return nil, fmt.Errorf("ledger: sqlite %s: %w", path, err)
 	}
+	if o.ReadOnly {
+		if err := b.read(ctx, func(q querier) error { return checkReadable(ctx, q, "sqlite", "SQLite file") }); err != nil {
+			return fail(err)
+		}
+		return &sqlStore{b: b, now: time.Now, readOnly: true}, nil
+	}
+	// Refuse a foreign database, and a missing ledger without Create,
+	// before anything (even the journal mode) is written; migrate checks
+	// again inside its write transaction, in case another process created
+	// the ledger in between.
+	var kind storeKind
+	var detail string
+	if err := b.read(ctx, func(q querier) error {
+		var err error
+		kind, detail, err = classify(ctx, q, "sqlite")
+		return err
+	}); err != nil {
+		return fail(err)
+	}
+	switch {
+	case kind == kindForeign:
+		return fail(fmt.Errorf("%w: %s; it was left untouched", ErrNotLedger, detail))
+	case kind == kindEmpty && !o.Create:
+		return fail(fmt.Errorf("%w (the database has no tables; nothing was created)", ErrNoLedger))
+	}
+	var jm string
+	if err := b.read(ctx, func(q querier) error { return q.queryRow(ctx, "PRAGMA journal_mode = WAL").Scan(&jm) }); err != nil {
+		return fail(err)
+	}
+	if !strings.EqualFold(jm, "wal") {
+		return fail(fmt.Errorf("journal mode is %q, not WAL (is the file on a filesystem without shared memory?)", jm))
+	}
+	if err := migrate(ctx, b, upto, "", o.Create); err != nil {
+		return fail(err)
+	}
 	return &sqlStore{b: b, now: time.Now}, nil
 }
 
 type sqliteBackend struct {
-	db *sql.DB
-	mu sync.Mutex // in-process writers queue here, other processes on the file lock
+	db       *sql.DB
+	mu       sync.Mutex // in-process writers queue here, other processes on the file lock
+	readOnly bool
+	onWait   func()        // OpenOptions.LockWait
+	notice   time.Duration // OpenOptions.LockNotice
 }
 
 func sqliteTransient(err error) bool {
@@ -108,12 +173,26 @@ func sqliteTransient(err error) bool {
 }
 
 func (b *sqliteBackend) write(ctx context.Context, fn func(querier) error) error {
+	if b.readOnly {
+		return errReadOnly("sqlite")
+	}
+	// The notice covers taking the lock only (the in-process queue and
+	// BEGIN IMMEDIATE, which waits up to the busy timeout for another
+	// process's write lock), not the transaction's own work.
+	var notice *time.Timer
+	if b.onWait != nil {
+		notice = time.AfterFunc(b.notice, b.onWait)
+		defer notice.Stop()
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return retry(ctx, sqliteTransient, func() error {
 		tx, err := b.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
 		if err != nil {
 			return err
+		}
+		if notice != nil {
+			notice.Stop()
 		}
 		q := &txQ{tx: tx, stmts: map[string]*sql.Stmt{}}
 		if err := fn(q); err != nil {
@@ -180,6 +259,26 @@ func (r errRow) Scan(...any) error { return r.err }
 
 func (b *sqliteBackend) read(ctx context.Context, fn func(querier) error) error {
 	return retry(ctx, sqliteTransient, func() error { return fn(sqlQ{b.db}) })
+}
+
+// snapshot runs fn in a read transaction (BEGIN DEFERRED on a dedicated
+// connection: in WAL mode every read of fn sees the same committed state).
+func (b *sqliteBackend) snapshot(ctx context.Context, fn func(querier) error) error {
+	return retry(ctx, sqliteTransient, func() error {
+		c, err := b.db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if _, err := c.ExecContext(ctx, "BEGIN DEFERRED"); err != nil {
+			return err
+		}
+		err = fn(sqlQ{c})
+		if _, rerr := c.ExecContext(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil && err == nil {
+			err = rerr
+		}
+		return err
+	})
 }
 
 // nextIDs: the write transaction holds the database's write lock, so the

@@ -45,6 +45,9 @@ type backend interface {
 	write(ctx context.Context, fn func(querier) error) error
 	// read runs fn with a querier for reading (no transaction needed).
 	read(ctx context.Context, fn func(querier) error) error
+	// snapshot runs fn in a read-only transaction: all of fn's reads see
+	// one committed state (Verify, read-only Exposure).
+	snapshot(ctx context.Context, fn func(querier) error) error
 	// foldLock is the statement that serialises exposure folds inside a
 	// write transaction ("" when write transactions are serialised anyway).
 	foldLock() string
@@ -57,8 +60,9 @@ type backend interface {
 }
 
 type sqlStore struct {
-	b   backend
-	now func() time.Time
+	b        backend
+	now      func() time.Time
+	readOnly bool // OpenOptions.ReadOnly: writes fail, Exposure folds in memory
 }
 
 // timeFormat is fixed width so that stored times sort as text.
@@ -798,26 +802,19 @@ func applyFold(ctx context.Context, q querier, ids []int64, expo *foldAcc) error
 }
 
 func (s *sqlStore) Exposure(ctx context.Context, top int) ([]Exposure, error) {
-	if err := s.foldExposure(ctx); err != nil {
-		return nil, err
-	}
 	var out []Exposure
-	err := s.b.read(ctx, func(q querier) error {
-		out = nil
-		rs, err := q.query(ctx, "SELECT party, eps, rho FROM exposure")
-		if err != nil {
+	var err error
+	if s.readOnly {
+		out, err = s.exposureInMemory(ctx)
+	} else {
+		if err := s.foldExposure(ctx); err != nil {
+			return nil, err
+		}
+		err = s.b.read(ctx, func(q querier) error {
+			out, err = readExposureRows(ctx, q)
 			return err
-		}
-		defer rs.Close()
-		for rs.Next() {
-			var e Exposure
-			if err := rs.Scan(&e.Party, &e.Eps, &e.Rho); err != nil {
-				return err
-			}
-			out = append(out, e)
-		}
-		return rs.Err()
-	})
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -847,6 +844,69 @@ func (s *sqlStore) Exposure(ctx context.Context, top int) ([]Exposure, error) {
 		out = out[:top]
 	}
 	return out, nil
+}
+
+// readExposureRows reads the exposure table.
+func readExposureRows(ctx context.Context, q querier) ([]Exposure, error) {
+	var out []Exposure
+	rs, err := q.query(ctx, "SELECT party, eps, rho FROM exposure")
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var e Exposure
+		if err := rs.Scan(&e.Party, &e.Eps, &e.Rho); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rs.Err()
+}
+
+// exposureInMemory is a read-only store's exposure rows: the exposure table
+// plus the releases not folded into it yet, added in memory, both read in
+// one snapshot (so a fold committed meanwhile by a writer is counted
+// exactly once). Nothing is written.
+func (s *sqlStore) exposureInMemory(ctx context.Context) ([]Exposure, error) {
+	var out []Exposure
+	err := s.b.snapshot(ctx, func(q querier) error {
+		rows, err := readExposureRows(ctx, q)
+		if err != nil {
+			return err
+		}
+		expo := newFoldAcc()
+		var ids []int64
+		for {
+			after := int64(0)
+			if len(ids) > 0 {
+				after = ids[len(ids)-1]
+			}
+			read, err := readUnfolded(ctx, q, after, expo, &ids)
+			if err != nil {
+				return err
+			}
+			if read < foldBatch {
+				break
+			}
+		}
+		parties, sums := expo.sorted()
+		at := make(map[string]int, len(rows))
+		for i, e := range rows {
+			at[e.Party] = i
+		}
+		for i, w := range parties {
+			if j, ok := at[w]; ok {
+				rows[j].Eps += sums[i][0]
+				rows[j].Rho += sums[i][1]
+			} else {
+				rows = append(rows, Exposure{Party: w, Eps: sums[i][0], Rho: sums[i][1]})
+			}
+		}
+		out = rows
+		return nil
+	})
+	return out, err
 }
 
 func (s *sqlStore) PutToken(ctx context.Context, user string, hash []byte) error {

@@ -481,7 +481,7 @@ func TestMigrations(t *testing.T) {
 	eachStore(t, func(t *testing.T, fx fixture) {
 		ctx := ctxT(t)
 		dsn := fx.dsn(t)
-		old, err := openAt(ctx, dsn, 1)
+		old, err := openAt(ctx, dsn, 1, OpenOptions{Create: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,21 +16,21 @@ func TestFingerprint(t *testing.T) {
 		}
 		return g
 	}
-	base := []graph.Edge{{0, 1}, {1, 2}, {2, 3}, {3, 4}}
-	marks, err := New(5, []graph.Edge{{1, 2}, {0, 4}})
+	base := []graph.Edge{{U: 0, V: 1}, {U: 1, V: 2}, {U: 2, V: 3}, {U: 3, V: 4}}
+	marks, err := New(5, []graph.Edge{{U: 1, V: 2}, {U: 0, V: 4}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := build(base, nil)
 	f := Fingerprint(g, marks)
 	// Toggling protected pairs: {1,2} removed, {0,4} added.
-	gp := build([]graph.Edge{{0, 1}, {2, 3}, {3, 4}, {0, 4}}, nil)
+	gp := build([]graph.Edge{{U: 0, V: 1}, {U: 2, V: 3}, {U: 3, V: 4}, {U: 0, V: 4}}, nil)
 	if Fingerprint(gp, marks) != f {
 		t.Fatal("a neighbouring graph has another fingerprint")
 	}
-	other, _ := New(5, []graph.Edge{{1, 2}})
+	other, _ := New(5, []graph.Edge{{U: 1, V: 2}})
 	for name, got := range map[string]string{
-		"public edge removed": Fingerprint(build([]graph.Edge{{0, 1}, {1, 2}, {2, 3}}, nil), marks),
+		"public edge removed": Fingerprint(build([]graph.Edge{{U: 0, V: 1}, {U: 1, V: 2}, {U: 2, V: 3}}, nil), marks),
 		"mark removed":        Fingerprint(g, other),
 		"labels changed":      Fingerprint(build(base, []string{"0", "1", "2", "3", "x"}), marks),
 		"no marks":            Fingerprint(g, nil),

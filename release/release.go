@@ -13,12 +13,24 @@
 // Contract. A crypto-seeded Recommender must have a ledger store (New
 // refuses it otherwise, unless WithoutLedger says nothing will be
 // released), and no list leaves Recommend (or Stream) unless its charge is
-// durably committed: a fresh list is sampled, charged
-// in one transaction that checks the user's cap, and only then returned. A
-// list already released to a user by the same model at the same K is
-// re-served at no cost (post-processing) unless fresh lists are asked for.
-// A refused charge returns a *ledger.BudgetError for that user (errors.Is
-// ledger.ErrBudgetExhausted) and releases nothing to that user.
+// durably committed: a fresh list is sampled, charged in one transaction
+// that checks the user's cap, and only then returned. A list already
+// released to a user by the same model at the same K is re-served at no
+// cost (post-processing) unless the call asks for a fresh one. A refused
+// charge returns a *ledger.BudgetError for that user (errors.Is
+// ledger.ErrBudgetExhausted) and releases nothing to that user. The store
+// is any Store: the two ledger calls of this path (every ledger.Store is
+// one).
+//
+// Intents are per call. Recommend and Stream take CallOptions: Fresh (a
+// new list, charged, even if one was released before) and IdempotencyKey
+// (a retried call returns the list first charged under the key, charged
+// once). So one Recommender, built once per graph, marks and model, serves
+// sticky, fresh and idempotent requests side by side and shares its
+// scoring workers between them; WithFresh and WithIdempotencyKey set the
+// defaults a call's options replace. What depends on the graph alone, the
+// label order of recorded influence sets (LabelOrder), is built once, on
+// first use, and may be shared by every Recommender on the graph.
 //
 // Randomness. Without WithSeed every list's noise comes from a ChaCha8
 // generator keyed by crypto/rand. WithSeed derives each user's generator
@@ -93,9 +105,10 @@ type Result struct {
 // Option configures a Recommender.
 type Option func(*Recommender) error
 
-// WithStore records every fresh list in store before it is returned and
-// re-serves recorded lists.
-func WithStore(s ledger.Store) Option {
+// WithStore records every fresh list in s before it is returned and
+// re-serves recorded lists. Any ledger.Store will do; s needs only the two
+// calls of Store.
+func WithStore(s Store) Option {
 	return func(r *Recommender) error { r.store = s; return nil }
 }
 
@@ -115,8 +128,10 @@ func WithSeed(seed uint64) Option {
 	return func(r *Recommender) error { r.seed = &seed; return nil }
 }
 
-// WithFresh samples (and charges) a new list even when one was released
-// before.
+// WithFresh makes fresh lists the default of every call: a new list is
+// sampled (and charged) even when one was released before. A Recommender
+// without it serves sticky and fresh calls alike: pass Fresh to the calls
+// that want a new list.
 func WithFresh(fresh bool) Option {
 	return func(r *Recommender) error { r.fresh = fresh; return nil }
 }
@@ -177,29 +192,46 @@ func WithSampler(name string) Option {
 	}
 }
 
+// WithLabelOrder shares o, the label order of the Recommender's graph,
+// instead of building one for this Recommender (see LabelOrder). New refuses
+// an order of another graph.
+func WithLabelOrder(o *LabelOrder) Option {
+	return func(r *Recommender) error {
+		if o == nil {
+			return errors.New("release: nil label order")
+		}
+		r.order = o
+		return nil
+	}
+}
+
 // WithExactSampler is WithSampler(SamplerExact).
 func WithExactSampler() Option { return WithSampler(SamplerExact) }
 
-// WithIdempotencyKey makes a fresh release retry-safe: a second call with
-// the same key for the same user returns the first list, charged once.
-// Meaningful for a single user per call.
+// WithIdempotencyKey charges every call's fresh lists under key (see
+// IdempotencyKey, its per-call form, which a call may use to replace it): a
+// second call with the same key for the same user returns the first list,
+// charged once. Meaningful for a single user per call.
 func WithIdempotencyKey(key string) Option {
 	return func(r *Recommender) error { r.idem = key; return nil }
 }
 
 // Recommender releases private lists for one model on one graph snapshot.
-// Safe for concurrent use.
+// Safe for concurrent use: one Recommender serves any mix of concurrent
+// sticky, fresh and idempotent calls (CallOption), sharing its scoring
+// workers and the graph's label order.
 type Recommender struct {
 	modelID string
 	g       *graph.Graph
 	p       *protect.Set
 	sc      *score.Scorer
 	cfg     calib.Config
-	store   ledger.Store
+	store   Store
 	cap     ledger.Cap
 	seed    *uint64
-	fresh   bool
-	idem    string
+	fresh   bool   // default of every call (WithFresh)
+	idem    string // default of every call (WithIdempotencyKey)
+	order   *LabelOrder
 	// noExposure: do not attach influence sets to releases (WithExposure).
 	noExposure bool
 	sampler    string // SamplerAuto ("" too), SamplerExact or SamplerFloat
@@ -280,7 +312,12 @@ func newRecommender(cfg calib.Config, id, scoreName string, g *graph.Graph, p *p
 	if err := r.cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r.infl = newInfluence(g, p, r.sc.Kind())
+	if r.order == nil {
+		r.order = NewLabelOrder(g)
+	} else if r.order.g != g {
+		return nil, errors.New("release: the label order was built for another graph")
+	}
+	r.infl = newInfluence(g, p, r.sc.Kind(), r.order)
 	return r, nil
 }
 
@@ -422,17 +459,20 @@ func (e *RefusedError) Unwrap() error { return ledger.ErrBudgetExhausted }
 
 // Recommend releases a top-k list for each user (labels), in parallel, and
 // returns the results in the order of users. See the package comment for
-// the guarantee and the accounting contract. Users refused by the cap get
-// Result.Err set and no list; the error is then a *RefusedError (the other
-// results are valid). Any other error aborts the call; lists charged before
-// it are in the store.
-func (r *Recommender) Recommend(ctx context.Context, users []string, k int) ([]Result, error) {
+// the guarantee and the accounting contract. opts choose, for this call
+// only, fresh lists (Fresh) and an idempotency key (IdempotencyKey);
+// without them the Recommender's defaults apply (sticky: a list already
+// released to the user by this model at this K is re-served at no cost).
+// Users refused by the cap get Result.Err set and no list; the error is
+// then a *RefusedError (the other results are valid). Any other error
+// aborts the call; lists charged before it are in the store.
+func (r *Recommender) Recommend(ctx context.Context, users []string, k int, opts ...CallOption) ([]Result, error) {
 	ids, err := r.Users(users)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Result, len(ids))
-	err = r.Stream(ctx, ids, k, func(i int, res Result) error { out[i] = res; return nil })
+	err = r.Stream(ctx, ids, k, func(i int, res Result) error { out[i] = res; return nil }, opts...)
 	if err != nil {
 		return out, err
 	}
@@ -453,13 +493,14 @@ func (r *Recommender) Recommend(ctx context.Context, users []string, k int) ([]R
 // its charge is committed. Memory is bounded by a window of users in
 // flight, independent of len(users). Charges are committed in batches (one
 // transaction per batch). emit is called from one goroutine at a time.
+// opts are per-call choices, as for Recommend.
 //
 // For large batches pass users in label order (graph.Graph.ByLabel): the
 // ledger keys spending and releases by user label, so each transaction then
 // appends to its indexes. Scattered orders make every transaction rewrite
 // pages all over them (a million users on SQLite: 62-73 s of charging
 // against 12-15 s, `dplp bench charge --order random|label`).
-func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit func(i int, res Result) error) error {
+func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit func(i int, res Result) error, opts ...CallOption) error {
 	if k < 1 {
 		return fmt.Errorf("release: k must be >= 1, got %d", k)
 	}
@@ -468,6 +509,7 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 			return fmt.Errorf("release: user id %d out of range [0,%d)", u, r.g.N())
 		}
 	}
+	c := r.callOf(opts)
 	const batch = 4096 // users per charging transaction
 	nw := max(1, runtime.GOMAXPROCS(0))
 	// Two stages: while window w is charged (one transaction, mostly on one
@@ -483,7 +525,7 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 	start := func(lo int) chan prepared {
 		ch := make(chan prepared, 1)
 		go func() {
-			w, err := r.prepare(pctx, users[lo:min(lo+batch, len(users))], k, nw)
+			w, err := r.prepare(pctx, c, users[lo:min(lo+batch, len(users))], k, nw)
 			ch <- prepared{w, err}
 		}()
 		return ch
@@ -532,12 +574,13 @@ type window struct {
 	recs  []ledger.Release // their releases, in the order of todo
 }
 
-// prepare looks up the re-served lists of a batch of users and samples the
-// others in parallel; nothing is charged or returned yet.
-func (r *Recommender) prepare(ctx context.Context, users []int32, k int, nw int) (*window, error) {
+// prepare looks up the re-served lists of a batch of users (unless c is
+// fresh) and samples the others in parallel; nothing is charged or returned
+// yet.
+func (r *Recommender) prepare(ctx context.Context, c call, users []int32, k int, nw int) (*window, error) {
 	w := &window{users: users, res: make([]Result, len(users)), todo: make([]int, 0, len(users))}
 	var prevs map[string]ledger.Release
-	if r.store != nil && !r.fresh {
+	if r.store != nil && !c.fresh {
 		labels := make([]string, len(users))
 		for i, u := range users {
 			labels[i] = r.g.Label(u)
@@ -592,8 +635,8 @@ func (r *Recommender) prepare(ctx context.Context, users []int32, k int, nw int)
 	}
 	w.recs = make([]ledger.Release, len(w.todo))
 	for j, i := range w.todo {
-		idem := r.idem
-		if idem == "" && !r.fresh && r.store != nil {
+		idem := c.idem
+		if idem == "" && !c.fresh && r.store != nil {
 			// Concurrent first requests for the same sticky list (other
 			// goroutines, processes or replicas) get one list, charged once.
 			// The ledger keeps keys per provenance: a seeded run's sticky

@@ -6,9 +6,10 @@ import (
 	"time"
 
 	"github.com/dplp/dplp/ledger"
+	"github.com/dplp/dplp/release"
 )
 
-// groupStore is a ledger.Store whose ChargeBatch calls from concurrent
+// groupStore is a release.Store whose ChargeBatch calls from concurrent
 // requests are committed together: while one transaction is being
 // committed (and fsynced), the calls that arrive queue up, and the next
 // transaction charges all of them, in arrival order, with one
@@ -23,9 +24,9 @@ import (
 // This turns one fsync per fresh list into one fsync per group, which is
 // what limits fresh releases on an embedded SQLite store.
 type groupStore struct {
-	ledger.Store
-	maxItems int
-	onBatch  func(items int) // metrics hook (may be nil)
+	release.Store // LatestBatch passes through
+	maxItems      int
+	onBatch       func(items int) // metrics hook (may be nil)
 
 	mu      sync.Mutex
 	queue   []*chargeCall
@@ -45,19 +46,11 @@ type chargeCall struct {
 // unknown state) a transaction holding other requests' charges.
 const commitTimeout = 60 * time.Second
 
-func newGroupStore(s ledger.Store, maxItems int, onBatch func(int)) *groupStore {
+func newGroupStore(s release.Store, maxItems int, onBatch func(int)) *groupStore {
 	if maxItems < 1 {
 		maxItems = 1024
 	}
 	return &groupStore{Store: s, maxItems: maxItems, onBatch: onBatch}
-}
-
-func (g *groupStore) Charge(ctx context.Context, r ledger.Release, cap ledger.Cap) (ledger.Release, bool, error) {
-	res, err := g.ChargeBatch(ctx, []ledger.Release{r}, cap)
-	if err != nil {
-		return ledger.Release{}, false, err
-	}
-	return res[0].Release, res[0].Fresh, res[0].Err
 }
 
 func (g *groupStore) ChargeBatch(ctx context.Context, rs []ledger.Release, cap ledger.Cap) ([]ledger.ChargeResult, error) {

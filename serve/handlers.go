@@ -340,24 +340,20 @@ func (s *Server) recs(w http.ResponseWriter, r *http.Request, fresh bool) *Probl
 	if _, ok := st.g.ID(label); !ok {
 		return problem(http.StatusNotFound, TypeNotFound, fmt.Sprintf("user %q is not a node of the served graph", label))
 	}
-	rec := st.sticky
+	rec, idemKey := st.rec, ""
 	if fresh {
 		if p := s.noBody(w, r); p != nil {
 			return p
 		}
-		rec = st.fresh
 		if vs, ok := r.Header["Idempotency-Key"]; ok {
 			if len(vs) != 1 || !validIdemKey(vs[0]) {
 				return invalidf("Idempotency-Key must be given once, as 1 to 255 visible ASCII characters")
 			}
-			var err error
-			if rec, err = s.idemRecommender(st, vs[0]); err != nil {
-				return s.internal(r, "building the release", err)
-			}
+			idemKey = vs[0]
 		}
 	}
 	ctx := r.Context()
-	res, err := rec.Recommend(ctx, []string{label}, k)
+	res, err := rec.Recommend(ctx, []string{label}, k, callOptions(fresh, idemKey)...)
 	var refused *release.RefusedError
 	switch {
 	case errors.As(err, &refused):

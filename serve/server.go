@@ -98,8 +98,8 @@ type Server struct {
 	log       *slog.Logger
 	store     ledger.Store // cached, timed store (tokens, budgets, marks)
 	cache     *cacheStore
-	charger   ledger.Store // what Recommenders charge through (group commit)
-	ownStore  ledger.Store // closed by Close when opened here
+	charger   release.Store // what the Recommender charges through (group commit)
+	ownStore  ledger.Store  // closed by Close when opened here
 	cap       ledger.Cap
 	adminHash [32]byte
 	met       *metrics
@@ -121,16 +121,19 @@ type Server struct {
 }
 
 // state is one immutable snapshot of what is served; swapped atomically.
+// Its one Recommender serves every list request of the state: sticky
+// (GET), fresh (POST) and idempotent (POST with an Idempotency-Key) ones
+// differ only in their per-call options.
 type state struct {
 	g         *graph.Graph
+	order     *release.LabelOrder // g's label order: shared by every state on g
 	m         *model.Model
 	modelID   string
 	fileMarks []graph.Edge        // marks from ProtectedPath
 	userMarks map[string][]string // the store's marks this state includes
 	prot      *protect.Set        // effective marks: file + users'
 	sc        *score.Scorer
-	sticky    *release.Recommender // re-serves, else releases and charges
-	fresh     *release.Recommender // always releases and charges
+	rec       *release.Recommender
 	loaded    time.Time
 	skipped   []string // store marks not applicable to this graph
 }
@@ -242,13 +245,15 @@ func (s *Server) loadFiles() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &state{g: g, m: m, modelID: id, fileMarks: fm.Pairs()}, nil
+	return &state{g: g, order: release.NewLabelOrder(g), m: m, modelID: id, fileMarks: fm.Pairs()}, nil
 }
 
-// build completes st (graph, model and file marks set) with the users'
-// marks um: effective marks, scorer and Recommenders.
+// build completes st (graph, label order, model and file marks set) with
+// the users' marks um: effective marks, scorer and Recommender. The label
+// order is st's: a rebuild for new marks on the same graph does not sort
+// the labels again.
 func (s *Server) build(st *state, um map[string][]string) (*state, error) {
-	st = &state{g: st.g, m: st.m, modelID: st.modelID, fileMarks: st.fileMarks, userMarks: um, loaded: time.Now().UTC()}
+	st = &state{g: st.g, order: st.order, m: st.m, modelID: st.modelID, fileMarks: st.fileMarks, userMarks: um, loaded: time.Now().UTC()}
 	pairs := append([]graph.Edge(nil), st.fileMarks...)
 	for u, xs := range um {
 		uid, ok := st.g.ID(u)
@@ -273,25 +278,28 @@ func (s *Server) build(st *state, um map[string][]string) (*state, error) {
 	if st.sc, err = score.New(st.g, st.prot, k); err != nil {
 		return nil, err
 	}
-	common := []release.Option{release.WithStore(s.charger), release.WithCap(s.cap), release.WithScorer(st.sc)}
-	if st.sticky, err = release.New(st.m, st.g, st.prot, common...); err != nil {
+	if st.rec, err = release.New(st.m, st.g, st.prot, release.WithStore(s.charger), release.WithCap(s.cap),
+		release.WithScorer(st.sc), release.WithLabelOrder(st.order)); err != nil {
 		return nil, err
 	}
-	if st.fresh, err = release.New(st.m, st.g, st.prot, append(common, release.WithFresh(true))...); err != nil {
-		return nil, err
-	}
-	if st.sticky.Seeded() || st.fresh.Seeded() { // cannot happen: no seed option exists here
+	if st.rec.Seeded() { // cannot happen: no seed option exists here
 		return nil, errors.New("serve: refusing a seeded Recommender")
 	}
 	return st, nil
 }
 
-// idemRecommender is a fresh Recommender charging under a client's
-// idempotency key (prefixed so that it cannot collide with the release
-// package's own sticky keys).
-func (s *Server) idemRecommender(st *state, key string) (*release.Recommender, error) {
-	return release.New(st.m, st.g, st.prot, release.WithStore(s.charger), release.WithCap(s.cap),
-		release.WithScorer(st.sc), release.WithFresh(true), release.WithIdempotencyKey("client:"+key))
+// callOptions are the per-call options of a list request: none for a
+// sticky GET; Fresh for a POST, charging under the client's idempotency
+// key when one is given (prefixed so that it cannot collide with the
+// release package's own sticky keys).
+func callOptions(fresh bool, idemKey string) []release.CallOption {
+	if !fresh {
+		return nil
+	}
+	if idemKey == "" {
+		return []release.CallOption{release.Fresh()}
+	}
+	return []release.CallOption{release.Fresh(), release.IdempotencyKey("client:" + idemKey)}
 }
 
 // reload re-reads the files and the store's marks and swaps the state in.

@@ -371,7 +371,7 @@ func TestStickyAndFresh(t *testing.T) {
 	}
 	// No seeded noise anywhere in the service.
 	st := s.state.Load()
-	if st.sticky.Seeded() || st.fresh.Seeded() {
+	if st.rec.Seeded() {
 		t.Fatal("seeded Recommender in the service")
 	}
 	rel, ok, err := s.store.Latest(context.Background(), "n7", st.modelID, 4, ledger.Crypto)
@@ -564,6 +564,54 @@ func TestMarks(t *testing.T) {
 	s.do("PUT", "/v1/users/n1/protected", tok, `{"protected":[]}`).json(t, &m)
 	if len(m.Protected) != 0 || s.state.Load().prot.Len() != before.prot.Len() {
 		t.Fatalf("clearing marks: %+v, %d pairs", m, s.state.Load().prot.Len())
+	}
+}
+
+// TestOneRecommenderPerState: sticky, fresh and idempotent requests are
+// served by the state's one Recommender (none is built per request: the
+// state stays the same); a marks rebuild builds a new Recommender on the
+// same graph and keeps the graph's label order; a reload (a new graph)
+// gets a new order.
+func TestOneRecommenderPerState(t *testing.T) {
+	s := newTestServer(t, nil)
+	tok := s.token("n4")
+	st0 := s.state.Load()
+	if st0.rec == nil || st0.order == nil {
+		t.Fatalf("state without a Recommender or label order: %+v", st0)
+	}
+	for _, c := range []struct {
+		method string
+		hdr    []string
+	}{
+		{"GET", nil},
+		{"POST", nil},
+		{"POST", []string{"Idempotency-Key", "one-rec"}},
+		{"POST", []string{"Idempotency-Key", "one-rec"}},
+	} {
+		if r := s.do(c.method, "/v1/users/n4/recommendations?k=3", tok, "", c.hdr...); r.status != 200 {
+			t.Fatalf("%s %v: %d %s", c.method, c.hdr, r.status, r.body)
+		}
+		if st := s.state.Load(); st != st0 || st.rec != st0.rec {
+			t.Fatalf("%s %v changed the served state", c.method, c.hdr)
+		}
+	}
+	if r := s.do("PUT", "/v1/users/n4/protected", tok, `{"protected":["n30"]}`); r.status != 200 {
+		t.Fatalf("PUT marks: %d %s", r.status, r.body)
+	}
+	st1 := s.state.Load()
+	if st1 == st0 || st1.rec == st0.rec || st1.g != st0.g || st1.order != st0.order {
+		t.Fatalf("marks rebuild: new state %v, new Recommender %v, same graph %v, same label order %v (want all true)",
+			st1 != st0, st1.rec != st0.rec, st1.g == st0.g, st1.order == st0.order)
+	}
+	if r := s.do("POST", "/v1/admin/reload", adminTok, ""); r.status != 200 {
+		t.Fatalf("reload: %d %s", r.status, r.body)
+	}
+	st2 := s.state.Load()
+	if st2.g == st1.g || st2.order == st1.order || st2.rec == st1.rec {
+		t.Fatal("reload kept the previous graph's label order or Recommender")
+	}
+	if r := s.do("POST", "/v1/users/n4/recommendations?k=3", tok, ""); r.status != 200 {
+		t.Fatalf("fresh list after reload: %d %s", r.status, r.body)
 	}
 }
 

@@ -60,7 +60,7 @@ func TestConcurrentProcessesRecordEveryCharge(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var stdout, stderr bytes.Buffer
-			cmd := exec.Command(bin, "recommend", "--model", m, "--graph", g, "--protected", prot, "--user", "1", "--k", "5", "--fresh", "--store", store, "--format", "jsonl")
+			cmd := exec.Command(bin, "recommend", "--model", m, "--graph", g, "--protected", prot, "--user", "1", "--k", "5", "--fresh", "--store", store, "--create", "--format", "jsonl")
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			errs[i] = cmd.Run()
 			outs[i] = append(stdout.Bytes(), stderr.Bytes()...)

@@ -17,8 +17,10 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dplp/dplp"
@@ -57,6 +59,12 @@ type benchServeReport struct {
 	GroupCommit bool        `json:"group_commit"`
 	Sticky      phaseReport `json:"sticky"`
 	Fresh       phaseReport `json:"fresh"`
+	// Idempotent is the fresh phase with a new Idempotency-Key on every
+	// request (each one sampled and charged, as a client's first try is).
+	Idempotent phaseReport `json:"idempotent"`
+	// IdempotentOverFresh is the ratio of the idempotent phase's median
+	// latency to the fresh phase's (0 unless both ran).
+	IdempotentOverFresh float64 `json:"idempotent_over_fresh_p50,omitempty"`
 	// Fresh lists per ledger transaction during the fresh phase.
 	ChargesPerCommit float64 `json:"charges_per_commit"`
 	Note             string  `json:"note"`
@@ -77,14 +85,18 @@ func newBenchServeCmd() *cobra.Command {
 	o := &benchServeOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve --graph FILE [--model MODEL] [--protected FILE | --sigma X] [flags]",
-		Short: "Load-test the recommendation service in process (sticky reads, fresh releases)",
+		Short: "Load-test the recommendation service in process (sticky reads, fresh and idempotent releases)",
 		Long: `Starts the service (serve.New) on a loopback port with a SQLite ledger in a
 temporary directory (synchronous=FULL: every acknowledged charge is on disk),
 issues tokens to --users users, releases each user's sticky list once, then
 drives it with --concurrency clients for --duration per phase:
   sticky  GET  /v1/users/{u}/recommendations?k=K (re-served at no cost)
   fresh   POST /v1/users/{u}/recommendations?k=K (sampled and durably charged)
-and prints JSON: throughput and client-side p50/p99/max latency per phase.
+  idempotent  the same POST with a new Idempotency-Key on every request (a
+          client's first try: sampled and durably charged under the key)
+and prints JSON: throughput and client-side p50/p99/max latency per phase
+(--phases chooses them), and the idempotent phase's median over the fresh
+phase's.
 Without --model, a model is trained first (--score, --eps, 2 epochs).
 Client and server share the machine's cores.`,
 		Args: cobra.NoArgs,
@@ -113,7 +125,7 @@ func (o *benchServeOptions) register(cmd *cobra.Command) {
 	f.IntVar(&o.conc, "concurrency", 32, "concurrent clients")
 	f.DurationVar(&o.dur, "duration", 5*time.Second, "length of each timed phase")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed phases (client and server) to this file")
-	f.StringVar(&o.phases, "phases", "sticky,fresh", "timed phases to run, comma-separated")
+	f.StringVar(&o.phases, "phases", "sticky,fresh,idempotent", "timed phases to run, comma-separated: sticky, fresh, idempotent")
 	f.BoolVar(&o.noGroup, "no-group-commit", false, "one ledger transaction per fresh list (to measure group commit)")
 }
 
@@ -138,19 +150,26 @@ func (o *benchServeOptions) validate(cmd *cobra.Command) error {
 	return checkEps("eps", o.eps, o.k)
 }
 
-// parsePhases reads --phases.
-func (o *benchServeOptions) parsePhases() (sticky, fresh bool, err error) {
-	for _, p := range strings.Split(o.phases, ",") {
+// benchPhases are the timed phases to run (they run in this order).
+type benchPhases struct{ sticky, fresh, idempotent bool }
+
+// parsePhases reads --phases: a comma-separated, non-empty list of sticky,
+// fresh and idempotent.
+func parsePhases(list string) (benchPhases, error) {
+	var ph benchPhases
+	for _, p := range strings.Split(list, ",") {
 		switch strings.TrimSpace(p) {
 		case "sticky":
-			sticky = true
+			ph.sticky = true
 		case "fresh":
-			fresh = true
+			ph.fresh = true
+		case "idempotent":
+			ph.idempotent = true
 		default:
-			return false, false, fmt.Errorf("--phases: unknown phase %q (sticky, fresh)", p)
+			return benchPhases{}, fmt.Errorf("--phases: unknown phase %q (sticky, fresh, idempotent)", p)
 		}
 	}
-	return sticky, fresh, nil
+	return ph, nil
 }
 
 func (o *benchServeOptions) run(cmd *cobra.Command) error {
@@ -163,14 +182,14 @@ func (o *benchServeOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if err := o.prepare(cmd.Context(), g, tmp); err != nil {
-		return err
-	}
-	sticky, fresh, err := o.parsePhases()
+	ph, err := parsePhases(o.phases)
 	if err != nil {
 		return err
 	}
-	rep, err := benchServe(cmd.Context(), g, o, sticky, fresh)
+	if err := o.prepare(cmd.Context(), g, tmp); err != nil {
+		return err
+	}
+	rep, err := benchServe(cmd.Context(), g, o, ph)
 	if err != nil {
 		return err
 	}
@@ -226,6 +245,10 @@ type benchSession struct {
 	base    string
 	k       int
 	clients []benchClient
+	// keyPrefix (random per session) and keys make every Idempotency-Key
+	// of the idempotent phase new, even on a store reused across runs.
+	keyPrefix string
+	keys      atomic.Uint64
 }
 
 func (s *benchSession) recURL(c benchClient) string {
@@ -251,7 +274,9 @@ func startBenchServer(ctx context.Context, o *benchServeOptions, adminTok string
 	stop = func() { cancel(); <-done; srv.Close() }
 	conc := o.conc
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 2 * conc, MaxIdleConnsPerHost: 2 * conc, DisableCompression: true}, Timeout: time.Minute}
-	return &benchSession{hc: hc, base: "http://" + ln.Addr().String(), k: o.k}, stop, nil
+	kr := randx.Crypto()
+	return &benchSession{hc: hc, base: "http://" + ln.Addr().String(), k: o.k,
+		keyPrefix: fmt.Sprintf("bench-%016x-", kr.Uint64())}, stop, nil
 }
 
 // addUsers issues tokens to the first nUsers nodes with at least one
@@ -269,7 +294,7 @@ func (s *benchSession) addUsers(ctx context.Context, g *graph.Graph, nUsers, con
 	err := par.Run(ctx, len(labels), opt, noState, func(_ struct{}, i int) error {
 		body, _ := json.Marshal(map[string]string{"user": labels[i]})
 		var out struct{ Token string }
-		if err := benchDo(s.hc, "POST", s.base+"/v1/admin/users", adminTok, body, &out); err != nil {
+		if err := benchDo(s.hc, "POST", s.base+"/v1/admin/users", adminTok, "", body, &out); err != nil {
 			return err
 		}
 		s.clients[i] = benchClient{labels[i], out.Token}
@@ -279,22 +304,34 @@ func (s *benchSession) addUsers(ctx context.Context, g *graph.Graph, nUsers, con
 		return fmt.Errorf("issuing tokens: %w", err)
 	}
 	if err := par.Run(ctx, len(s.clients), opt, noState, func(_ struct{}, i int) error {
-		return benchDo(s.hc, "GET", s.recURL(s.clients[i]), s.clients[i].token, nil, nil)
+		return benchDo(s.hc, "GET", s.recURL(s.clients[i]), s.clients[i].token, "", nil, nil)
 	}); err != nil {
 		return fmt.Errorf("releasing sticky lists: %w", err)
 	}
 	return nil
 }
 
-// phase times conc clients sending method requests to random users' lists.
-func (s *benchSession) phase(ctx context.Context, method string, conc int, dur time.Duration) phaseReport {
+// phase times conc clients sending method requests to random users' lists;
+// with idem, every request carries a new Idempotency-Key.
+func (s *benchSession) phase(ctx context.Context, method string, idem bool, conc int, dur time.Duration) phaseReport {
 	return loadPhase(ctx, conc, dur, func(rng *rand.Rand) error {
 		c := s.clients[rng.IntN(len(s.clients))]
-		return benchDo(s.hc, method, s.recURL(c), c.token, nil, nil)
+		if !idem {
+			return benchDo(s.hc, method, s.recURL(c), c.token, "", nil, nil)
+		}
+		key := s.keyPrefix + strconv.FormatUint(s.keys.Add(1), 10)
+		var out struct{ Fresh bool }
+		if err := benchDo(s.hc, method, s.recURL(c), c.token, key, nil, &out); err != nil {
+			return err
+		}
+		if !out.Fresh {
+			return fmt.Errorf("POST under the new key %s was not fresh", key)
+		}
+		return nil
 	})
 }
 
-func benchServe(ctx context.Context, g *graph.Graph, o *benchServeOptions, sticky, fresh bool) (*benchServeReport, error) {
+func benchServe(ctx context.Context, g *graph.Graph, o *benchServeOptions, ph benchPhases) (*benchServeReport, error) {
 	admin := randx.Crypto()
 	adminTok := fmt.Sprintf("bench-admin-%016x%016x", admin.Uint64(), admin.Uint64())
 	s, stop, err := startBenchServer(ctx, o, adminTok)
@@ -321,18 +358,24 @@ func benchServe(ctx context.Context, g *graph.Graph, o *benchServeOptions, stick
 		}
 		defer pprof.StopCPUProfile()
 	}
-	if sticky {
-		rep.Sticky = s.phase(ctx, "GET", o.conc, o.dur)
+	if ph.sticky {
+		rep.Sticky = s.phase(ctx, "GET", false, o.conc, o.dur)
 	}
 	before := scrapeCommits(s.hc, s.base)
-	if fresh {
-		rep.Fresh = s.phase(ctx, "POST", o.conc, o.dur)
+	if ph.fresh {
+		rep.Fresh = s.phase(ctx, "POST", false, o.conc, o.dur)
 	}
 	after := scrapeCommits(s.hc, s.base)
 	if n := after[1] - before[1]; n > 0 {
 		rep.ChargesPerCommit = (after[0] - before[0]) / n
 	}
-	rep.Note = "client-side latency over loopback; client and server share the cores; fresh includes sampling and the durable (fsynced) charge"
+	if ph.idempotent {
+		rep.Idempotent = s.phase(ctx, "POST", true, o.conc, o.dur)
+	}
+	if rep.Fresh.P50ms > 0 && rep.Idempotent.P50ms > 0 {
+		rep.IdempotentOverFresh = rep.Idempotent.P50ms / rep.Fresh.P50ms
+	}
+	rep.Note = "client-side latency over loopback; client and server share the cores; fresh and idempotent include sampling and the durable (fsynced) charge"
 	return rep, nil
 }
 
@@ -364,9 +407,10 @@ func redactDSN(dsn string) string {
 	return "postgres"
 }
 
-// benchDo sends one request and decodes a 2xx JSON reply into out (if not
-// nil); anything else is an error.
-func benchDo(hc *http.Client, method, url, token string, body []byte, out any) error {
+// benchDo sends one request (with an Idempotency-Key header when key is not
+// empty) and decodes a 2xx JSON reply into out (if not nil); anything else
+// is an error.
+func benchDo(hc *http.Client, method, url, token, key string, body []byte, out any) error {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -376,6 +420,9 @@ func benchDo(hc *http.Client, method, url, token string, body []byte, out any) e
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return err

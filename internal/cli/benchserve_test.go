@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,5 +36,55 @@ func TestLoadPhase(t *testing.T) {
 	cancel()
 	if rep := loadPhase(ctx, 2, time.Hour, op); rep.Requests != 0 {
 		t.Fatalf("cancelled phase sent %d requests", rep.Requests)
+	}
+}
+
+// TestParsePhases checks --phases: every known phase, in any order and
+// with spaces, and an error for anything else (nothing is run then).
+func TestParsePhases(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want benchPhases
+		err  bool
+	}{
+		{"sticky,fresh,idempotent", benchPhases{sticky: true, fresh: true, idempotent: true}, false},
+		{"idempotent", benchPhases{idempotent: true}, false},
+		{" fresh , idempotent", benchPhases{fresh: true, idempotent: true}, false},
+		{"sticky", benchPhases{sticky: true}, false},
+		{"fresh,idem", benchPhases{}, true},
+		{"", benchPhases{}, true},
+	} {
+		got, err := parsePhases(c.in)
+		if (err != nil) != c.err || got != c.want {
+			t.Errorf("parsePhases(%q) = %+v, %v; want %+v, error %v", c.in, got, err, c.want, c.err)
+		}
+	}
+}
+
+// TestBenchDoIdempotencyKey: benchDo sends the Idempotency-Key header only
+// when a key is given, and a non-2xx reply is an error.
+func TestBenchDoIdempotencyKey(t *testing.T) {
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, strings.Join(r.Header.Values("Idempotency-Key"), "|"))
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Write([]byte(`{"fresh":true}`))
+	}))
+	defer srv.Close()
+	var out struct{ Fresh bool }
+	if err := benchDo(srv.Client(), "POST", srv.URL, "tok", "k-1", nil, &out); err != nil || !out.Fresh {
+		t.Fatalf("with a key: %+v, %v", out, err)
+	}
+	if err := benchDo(srv.Client(), "POST", srv.URL, "tok", "", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := benchDo(srv.Client(), "POST", srv.URL, "bad", "", nil, nil); err == nil {
+		t.Fatal("a 401 reply was not an error")
+	}
+	if want := []string{"k-1", "", ""}; !slices.Equal(got, want) {
+		t.Fatalf("Idempotency-Key headers %q, want %q", got, want)
 	}
 }

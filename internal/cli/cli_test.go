@@ -197,7 +197,7 @@ func TestTrainRecommendDemo(t *testing.T) {
 		t.Fatalf("train output %q %q", out, stderr)
 	}
 	store := "sqlite:" + filepath.Join(dir, "ledger.db")
-	args := []string{"recommend", "--model", mp, "--graph", g, "--protected", prot, "--user", "0,7", "--k", "5", "--seed", "3", "--store", store}
+	args := []string{"recommend", "--model", mp, "--graph", g, "--protected", prot, "--user", "0,7", "--k", "5", "--seed", "3", "--store", store, "--create"}
 	out, stderr, err = run(t, args...)
 	if err != nil {
 		t.Fatal(err)

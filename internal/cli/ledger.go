@@ -13,28 +13,207 @@ import (
 	"github.com/dplp/dplp/ledger"
 )
 
-const storeHelp = "ledger store: sqlite:PATH (created if missing) or postgres://user@host/db"
+const storeHelp = "ledger store: sqlite:PATH or postgres://user@host/db (default: $XDG_STATE_HOME/dplp/ledger.db, else ~/.local/state/dplp/ledger.db; printed when used)"
+
+const createHelp = "create the ledger if the store has none (otherwise a missing ledger is an error, so a mistyped --store never starts an empty budget)"
 
 func newLedgerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ledger",
-		Short: "Inspect the privacy-budget ledger store and import old JSON ledgers",
+		Short: "Create, inspect and verify the privacy-budget ledger store; import old JSON ledgers",
 		Long: `The ledger records every released top-K list with the pure-DP epsilon and
 zCDP rho it cost (privacy-model §6), in a SQLite file or a PostgreSQL database
-(see docs/LEDGER.md). These commands import the old JSON ledger and report
-per-user spending and per-party exposure.`,
+(see docs/LEDGER.md). A ledger never appears by accident: commands that write
+refuse a store without one unless given --create, and "ledger init" creates
+one (or migrates an old one). "show", "exposure" and "verify" open the store
+read-only: they never migrate or write, so a read-only database user can run
+them. Without --store the default store is used (printed on stderr):
+$XDG_STATE_HOME/dplp/ledger.db, else ~/.local/state/dplp/ledger.db, the same
+file whatever the working directory.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newLedgerImportCmd(), newLedgerShowCmd(), newLedgerExposureCmd())
+	cmd.AddCommand(newLedgerInitCmd(), newLedgerImportCmd(), newLedgerShowCmd(), newLedgerExposureCmd(), newLedgerVerifyCmd())
 	return cmd
 }
 
-func openStore(cmd *cobra.Command, dsn string) (ledger.Store, error) {
-	if dsn == "" {
-		return nil, errors.New("--store is required (" + storeHelp + ")")
+// storeMode is how openStore opens a ledger.
+type storeMode int
+
+const (
+	storeRead   storeMode = iota // read-only: never migrates or writes
+	storeWrite                   // an existing ledger, migrated when needed
+	storeCreate                  // created when missing
+)
+
+// writeMode is storeCreate when create is set (--create), else storeWrite.
+func writeMode(create bool) storeMode {
+	if create {
+		return storeCreate
 	}
-	return ledger.Open(cmdContext(cmd), dsn)
+	return storeWrite
+}
+
+// resolveStore returns dsn, or the default store when dsn is empty (then
+// printing which on stderr, so the user sees where the budget lives).
+func resolveStore(cmd *cobra.Command, dsn string) (string, error) {
+	if dsn != "" {
+		return dsn, nil
+	}
+	def, err := ledger.DefaultStore()
+	if err != nil {
+		return "", fmt.Errorf("%w (pass --store)", err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "using the default ledger store %s\n", def)
+	return def, nil
+}
+
+// defaultStoreOr is ledger.DefaultStore, or fallback when it has none (no
+// home directory): a flag default for commands that resolve no default
+// themselves.
+func defaultStoreOr(fallback string) string {
+	if def, err := ledger.DefaultStore(); err == nil {
+		return def
+	}
+	return fallback
+}
+
+// openStore opens the ledger named by dsn (the default store when empty)
+// in mode m. Waits of more than a second for another process's lock are
+// announced on stderr. A missing ledger's error says how to create one.
+// It also returns the store's name for messages (secrets hidden).
+func openStore(cmd *cobra.Command, dsn string, m storeMode) (ledger.Store, string, error) {
+	dsn, err := resolveStore(cmd, dsn)
+	if err != nil {
+		return nil, "", err
+	}
+	name := ledger.Redact(dsn)
+	stderr := cmd.ErrOrStderr()
+	o := ledger.OpenOptions{
+		Create:   m == storeCreate,
+		ReadOnly: m == storeRead,
+		LockWait: func() { fmt.Fprintf(stderr, "waiting for the ledger lock on %s...\n", name) },
+	}
+	s, err := ledger.OpenWith(cmdContext(cmd), dsn, o)
+	if errors.Is(err, ledger.ErrNoLedger) {
+		hint := "pass --create to create it"
+		if m == storeRead {
+			hint = "nothing to read"
+		}
+		return nil, "", fmt.Errorf("%w\n(no ledger at %s: %s, or create one with: dplp ledger init --store '%s')", err, name, hint, name)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	return s, name, nil
+}
+
+func newLedgerInitCmd() *cobra.Command {
+	var store string
+	cmd := &cobra.Command{
+		Use:   "init [--store S]",
+		Short: "Create a ledger (or migrate an existing one to this dplp's schema)",
+		Long: `Creates an empty ledger in the store (a new SQLite file and its directory,
+mode 0700, or dplp's tables in an empty PostgreSQL schema), or migrates an
+existing ledger to the schema this dplp writes; an up-to-date ledger is left
+as it is. A database with other tables is refused and left untouched. Prints
+what was done and the store's schema version.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			dsn, err := resolveStore(cmd, store)
+			if err != nil {
+				return err
+			}
+			ctx := cmdContext(cmd)
+			before := "existing"
+			if ro, err := ledger.OpenWith(ctx, dsn, ledger.OpenOptions{ReadOnly: true}); err == nil {
+				ro.Close()
+			} else if errors.Is(err, ledger.ErrNoLedger) {
+				before = "new"
+			} else if errors.Is(err, ledger.ErrSchemaOld) {
+				before = "old"
+			}
+			s, name, err := openStore(cmd, dsn, storeCreate)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			v, err := s.SchemaVersion(ctx)
+			if err != nil {
+				return err
+			}
+			switch before {
+			case "new":
+				fmt.Fprintf(cmd.OutOrStdout(), "created a ledger at %s (schema version %d)\n", name, v)
+			case "old":
+				fmt.Fprintf(cmd.OutOrStdout(), "migrated the ledger at %s to schema version %d\n", name, v)
+			default:
+				fmt.Fprintf(cmd.OutOrStdout(), "the ledger at %s is up to date (schema version %d)\n", name, v)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&store, "store", "", storeHelp)
+	return cmd
+}
+
+// ledgerVerifyJSON is ledger verify's --json output.
+type ledgerVerifyJSON struct {
+	OK       bool     `json:"ok"`
+	Schema   int      `json:"schema"`
+	Users    int      `json:"users"`
+	Releases int      `json:"releases"`
+	Parties  int      `json:"parties"`
+	Problems []string `json:"problems"`
+	More     int      `json:"more_problems"`
+}
+
+func newLedgerVerifyCmd() *cobra.Command {
+	var store string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "verify [--store S] [--json]",
+		Short: "Check the ledger's integrity; exit non-zero naming what is wrong",
+		Long: `Reads the whole ledger read-only, in one snapshot, and checks: the schema
+version (this dplp's, versions 1..N recorded; SQLite's quick_check); every
+user's spend row (spent and rho finite and >= 0, 0 <= seeded <= releases)
+against the releases it sums (spent = sum of the releases' costs, rho = sum
+of their rho, the release and seeded counts); every release (cost and rho
+>= 0, list at most k labels, cost <= k x eps_p where eps_p is recorded);
+every exposure row (>= 0). Prints "ok" and what was checked, or every
+problem (the row and what is wrong) and exits with status 1. With --json:
+{"ok", "schema", "users", "releases", "parties", "problems", "more_problems"}.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, name, err := openStore(cmd, store, storeRead)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			rep, err := ledger.Verify(cmdContext(cmd), s)
+			if err != nil {
+				return err
+			}
+			out := ledgerVerifyJSON{OK: rep.OK(), Schema: rep.Schema, Users: rep.Users, Releases: rep.Releases, Parties: rep.Parties, Problems: []string{}, More: rep.Truncated}
+			for _, p := range rep.Problems {
+				out.Problems = append(out.Problems, p.String())
+			}
+			if asJSON {
+				if err := printJSON(cmd.OutOrStdout(), out); err != nil {
+					return err
+				}
+			} else if rep.OK() {
+				fmt.Fprintf(cmd.OutOrStdout(), "ok: %s: schema version %d, %d users, %d releases, %d exposure rows consistent\n", name, rep.Schema, rep.Users, rep.Releases, rep.Parties)
+			}
+			if !rep.OK() {
+				return fmt.Errorf("%s: %w", name, rep.Err())
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&store, "store", "", storeHelp)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object (the exit status still says whether the ledger is consistent)")
+	return cmd
 }
 
 func cmdContext(cmd *cobra.Command) context.Context {
@@ -46,8 +225,9 @@ func cmdContext(cmd *cobra.Command) context.Context {
 
 func newLedgerImportCmd() *cobra.Command {
 	var store string
+	var create bool
 	cmd := &cobra.Command{
-		Use:   "import FILE --store S",
+		Use:   "import FILE [--store S] [--create]",
 		Short: "Import an old JSON ledger (account format version 1) into a store",
 		Long: `Charges every release of an old JSON ledger (written by earlier dplp
 versions) to the store, in one transaction and without caps. Each user's
@@ -56,10 +236,11 @@ sum to less (a list sampled again replaced the older one), an adjustment
 entry makes up the difference. Imported releases are attributed to every
 protected party (influencers "*"), since the old ledger did not record them.
 Importing the same file again records nothing. An invalid file is an error
-naming the file and the entry, and nothing is recorded.`,
+naming the file and the entry, and nothing is recorded. The store must hold
+a ledger already unless --create is given.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := openStore(cmd, store)
+			s, _, err := openStore(cmd, store, writeMode(create))
 			if err != nil {
 				return err
 			}
@@ -86,6 +267,7 @@ naming the file and the entry, and nothing is recorded.`,
 		},
 	}
 	cmd.Flags().StringVar(&store, "store", "", storeHelp)
+	cmd.Flags().BoolVar(&create, "create", false, createHelp)
 	return cmd
 }
 
@@ -109,15 +291,17 @@ type ledgerShowOptions struct {
 func newLedgerShowCmd() *cobra.Command {
 	o := &ledgerShowOptions{}
 	cmd := &cobra.Command{
-		Use:   "show --store S [--json]",
+		Use:   "show [--store S] [--json]",
 		Short: "Print every user's spending",
 		Long: `Prints, for every user with at least one release, the total pure-DP epsilon
 spent (basic composition of the user's lists), the total zCDP rho, the number
 of releases, and how many of them used a seeded noise generator (those carry
 no privacy guarantee; a warning is printed on stderr). With --json the output
-is exactly {"users": [{"user", "spent", "releases"}], "total_spent"}.`,
+is exactly {"users": [{"user", "spent", "releases"}], "total_spent"}. The
+store is opened read-only: a missing ledger is an error (nothing is created)
+and an old schema must be migrated first (dplp ledger init).`,
 		Args: cobra.NoArgs,
-		RunE: checked(o.validate, o.run),
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	o.register(cmd)
 	return cmd
@@ -128,15 +312,8 @@ func (o *ledgerShowOptions) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.asJSON, "json", false, `print {"users": [{"user", "spent", "releases"}], "total_spent"}`)
 }
 
-func (o *ledgerShowOptions) validate() error {
-	if o.store == "" {
-		return errors.New("--store is required (" + storeHelp + ")")
-	}
-	return nil
-}
-
 func (o *ledgerShowOptions) run(cmd *cobra.Command) error {
-	s, err := openStore(cmd, o.store)
+	s, _, err := openStore(cmd, o.store, storeRead)
 	if err != nil {
 		return err
 	}
@@ -218,7 +395,7 @@ type ledgerExposureOptions struct {
 func newLedgerExposureCmd() *cobra.Command {
 	o := &ledgerExposureOptions{}
 	cmd := &cobra.Command{
-		Use:   "exposure --store S [--top N] [--json]",
+		Use:   "exposure [--store S] [--top N] [--json]",
 		Short: "Print the most exposed protected parties and the distribution of exposure",
 		Long: `exposure(w) bounds what a coalition of users can learn about protected party
 w: the sum of the costs of every release whose list w's protected pairs could
@@ -228,7 +405,8 @@ printed as "every other party". Prints the --top most exposed parties (0 =
 all) and a summary over all named parties (count, mean, p50, p90, max of eps).
 Exposure is reported, never enforced. With --json: {"parties": [{"party",
 "eps", "rho"}], "unlisted": {"party": "*", "eps", "rho"}, "summary": {"count",
-"mean", "p50", "p90", "max"}}.`,
+"mean", "p50", "p90", "max"}}. The store is opened read-only: releases not
+yet added to the exposure table are added in memory, nothing is written.`,
 		Args: cobra.NoArgs,
 		RunE: checked(o.validate, o.run),
 	}
@@ -250,7 +428,7 @@ func (o *ledgerExposureOptions) validate() error {
 }
 
 func (o *ledgerExposureOptions) run(cmd *cobra.Command) error {
-	s, err := openStore(cmd, o.store)
+	s, _, err := openStore(cmd, o.store, storeRead)
 	if err != nil {
 		return err
 	}

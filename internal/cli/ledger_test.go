@@ -42,7 +42,7 @@ func oldLedger(t *testing.T) string {
 func TestLedgerImportShow(t *testing.T) {
 	store := "sqlite:" + filepath.Join(t.TempDir(), "ledger.db")
 	file := oldLedger(t)
-	out, _, err := run(t, "ledger", "import", file, "--store", store)
+	out, _, err := run(t, "ledger", "import", file, "--store", store, "--create")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,13 +98,13 @@ func TestLedgerImportShow(t *testing.T) {
 func TestLedgerShowEmptyAndSeeded(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ledger.db")
 	store := "sqlite:" + path
-	out, _, err := run(t, "ledger", "show", "--store", store, "--json")
-	if err != nil || strings.TrimSpace(out) != `{"users":[],"total_spent":0}` {
-		t.Fatalf("empty store: %q %v", out, err)
-	}
 	s, err := ledger.Open(context.Background(), store)
 	if err != nil {
 		t.Fatal(err)
+	}
+	out, _, err := run(t, "ledger", "show", "--store", store, "--json")
+	if err != nil || strings.TrimSpace(out) != `{"users":[],"total_spent":0}` {
+		t.Fatalf("empty store: %q %v", out, err)
 	}
 	if _, _, err := s.Charge(context.Background(), ledger.Release{User: "u", Model: "m", K: 1, EpsP: 1, Cost: 1, Seeded: true}, ledger.Unlimited); err != nil {
 		t.Fatal(err)
@@ -166,9 +166,9 @@ func TestLedgerErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"ledger", "show"}, "--store is required"},
+		{[]string{"ledger", "show", "--store", "sqlite:" + filepath.Join(t.TempDir(), "missing.db")}, "no ledger"},
 		{[]string{"ledger", "show", "--store", "mysql://x"}, "unknown store"},
-		{[]string{"ledger", "import", bad, "--store", store}, "releases[0]"},
+		{[]string{"ledger", "import", bad, "--store", store, "--create"}, "releases[0]"},
 		{[]string{"ledger", "import", "--store", store}, "accepts 1 arg"},
 		{[]string{"ledger", "exposure", "--store", store, "--top", "-1"}, "--top"},
 	}

@@ -53,7 +53,7 @@ func TestRecommendProvenance(t *testing.T) {
 		t.Fatalf("train: %v\n%s", err, stderr)
 	}
 	store := "sqlite:" + filepath.Join(dir, "ledger.db")
-	base := []string{"recommend", "--model", mp, "--graph", g, "--protected", prot, "--user", "0,7", "--k", "5", "--store", store}
+	base := []string{"recommend", "--model", mp, "--graph", g, "--protected", prot, "--user", "0,7", "--k", "5", "--store", store, "--create"}
 	rec := func(extra ...string) ([]recLine, string) {
 		t.Helper()
 		out, stderr, err := run(t, append(slices.Clone(base), extra...)...)

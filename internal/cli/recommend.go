@@ -24,7 +24,7 @@ type recOptions struct {
 	sampler, budgetApprox           string
 	k                               int
 	seed                            uint64
-	fresh, exposure                 bool
+	fresh, exposure, create         bool
 	budget                          float64
 	qf                              queryFlags
 	pf                              protFlags
@@ -45,7 +45,10 @@ no protected pair can reach the user's scores; fewer picks when the user has
 fewer than K candidates).
 
 Every fresh list is charged to the ledger store (--store, default
-sqlite:dplp-ledger.db) in one transaction before it is printed; asking again
+$XDG_STATE_HOME/dplp/ledger.db, else ~/.local/state/dplp/ledger.db: the same
+ledger from any working directory) in one transaction before it is printed.
+The store must hold a ledger already (dplp ledger init) unless --create is
+given; waits for another process's lock are announced on stderr. Asking again
 for a user who already received a list from this model at this K re-serves it
 at no cost (--fresh samples and charges anew). --user-budget caps each user's
 total eps: a list that would exceed it is refused and not released.
@@ -80,7 +83,8 @@ func (o *recOptions) register(cmd *cobra.Command) {
 	f.IntVar(&o.k, "k", 30, "recommendations per user (>= 1)")
 	f.StringVar(&o.format, "format", "table", "output: table, csv or jsonl")
 	f.Uint64Var(&o.seed, "seed", 0, "seed the noise (reproducible, NOT for deployment); default crypto-seeded")
-	f.StringVar(&o.store, "store", "sqlite:dplp-ledger.db", "budget ledger: sqlite:PATH or a postgres:// DSN")
+	f.StringVar(&o.store, "store", "", storeHelp)
+	f.BoolVar(&o.create, "create", false, createHelp)
 	f.Float64Var(&o.budget, "user-budget", math.Inf(1), "cap on each user's total pure eps (default: no cap)")
 	f.StringVar(&o.budgetApprox, "user-budget-approx", "", "cap each user at (EPS,DELTA)-DP under zCDP composition, e.g. 3,1e-6: converted to the largest zCDP rho that guarantees it (the ledger records each list's rho)")
 	f.StringVar(&o.sampler, "sampler", "auto", "auto (exact when crypto-seeded, float with --seed), exact (base-2 mechanism with integer arithmetic: no floating-point probabilities; dplp-pub group by group) or float (Gumbel keys; the Beam pipeline reproduces seeded float runs)")
@@ -146,7 +150,7 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	st, err := ledger.Open(ctx, o.store)
+	st, storeName, err := openStore(cmd, o.store, writeMode(o.create))
 	if err != nil {
 		return err
 	}
@@ -156,11 +160,11 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	header := fmt.Sprintf("private top-%d by DPLP (%s on %s, exponential mechanism): eps_p %g per random pick, at most K x eps_p = %g per fresh list; ledger %s; crypto-seeded generator",
-		o.k, m.Variant, scName, m.EpsP, float64(o.k)*m.EpsP, o.store)
+		o.k, m.Variant, scName, m.EpsP, float64(o.k)*m.EpsP, storeName)
 	if rec.Seeded() {
 		// No guarantee text for seeded lists: they are not private.
 		header = fmt.Sprintf("SEEDED top-%d by DPLP (%s on %s, exponential mechanism), NO privacy guarantee: charged eps_p %g per random pick, at most K x eps_p = %g per fresh list; ledger %s; seeded generator (seed %d, per-user streams): reproducible, NOT for deployment",
-			o.k, m.Variant, scName, m.EpsP, float64(o.k)*m.EpsP, o.store, o.seed)
+			o.k, m.Variant, scName, m.EpsP, float64(o.k)*m.EpsP, storeName, o.seed)
 	}
 	return o.stream(ctx, cmd, rec, users, newRecWriter(cmd, o.format, header, m.EpsP))
 }

@@ -144,7 +144,7 @@ func TestRepresentationInvariance(t *testing.T) {
 			for _, g := range []string{f.graph, f.shuffled} {
 				out, stderr, err := run(t, "recommend", "--model", models["G"], "--graph", g, "--protected", f.marks,
 					"--user", strings.Join(f.users, ","), "--k", "3", "--seed", "7", "--fresh", "--format", "jsonl",
-					"--store", "sqlite:"+filepath.Join(t.TempDir(), "l.db"))
+					"--store", "sqlite:"+filepath.Join(t.TempDir(), "l.db"), "--create")
 				if err != nil {
 					t.Fatalf("recommend: %v\n%s", err, stderr)
 				}
@@ -195,7 +195,7 @@ func TestSyntheticSnapshotRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "synthetic") {
 		t.Fatalf("recommend accepted synthetic snapshot marks: %v", err)
 	}
-	if _, stderr, err := run(t, "recommend", "--model", mp, "--graph", snap, "--protected", f.marks, "--user", f.users[0], "--store", store); err != nil {
+	if _, stderr, err := run(t, "recommend", "--model", mp, "--graph", snap, "--protected", f.marks, "--user", f.users[0], "--store", store, "--create"); err != nil {
 		t.Fatalf("recommend with a marks file over the snapshot: %v\n%s", err, stderr)
 	}
 }

@@ -45,7 +45,8 @@ lookups and idempotency keys, and the user gets (and is charged for) a
 private list instead. /readyz is a bare status; the served state's counts
 are at GET /v1/admin/state (admin token).
 
-Stores: sqlite:PATH (embedded, default sqlite:dplp-ledger.db) or a PostgreSQL
+Stores: sqlite:PATH (embedded, default ~/.local/state/dplp/ledger.db or under
+$XDG_STATE_HOME, whatever the working directory) or a PostgreSQL
 URL postgres://... (several serve processes may share one store; the caps hold
 across them). SIGTERM/SIGINT stop accepting connections and finish in-flight
 requests (up to --grace).`,
@@ -61,7 +62,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.StringVar(&cfg.GraphPath, "graph", "", "edge list file (the current, private graph)")
 	f.StringVar(&cfg.ProtectedPath, "protected", "", "file of protected pairs `a b` (a marks b); users add their own marks through the API")
 	f.StringVar(&cfg.ModelPath, "model", "", "model file written by dplp train (triad score)")
-	f.StringVar(&cfg.StoreDSN, "store", serve.DefaultStore, "ledger store: sqlite:PATH or postgres://...")
+	f.StringVar(&cfg.StoreDSN, "store", defaultStoreOr(serve.DefaultStore), "ledger store: sqlite:PATH or postgres://... (the default does not depend on the working directory)")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks one, logged)")
 	f.StringVar(&o.tokenFile, "admin-token-file", "", "file holding the admin bearer token (>= 16 bytes; surrounding whitespace ignored)")
 	f.Float64Var(&cfg.UserBudget, "user-budget", math.Inf(1), "every user's cap on total epsilon (inf: no cap)")
