@@ -53,6 +53,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dplp/dplp/accountant"
 	"github.com/dplp/dplp/internal/par"
 	"math"
 	"math/rand/v2"
@@ -376,7 +377,7 @@ func (r *Recommender) guarantee(picks int, seeded bool) Guarantee {
 		if r.cfg.Lex() {
 			g.Mechanism = "lexicographic DPLP-pub (exact public-score order; exponential mechanism on f(s) within ties)"
 		}
-		g.Rho = float64(picks) * e * e / 8
+		g.Rho = accountant.PerPick(e, picks).Rho // the one privacy map
 	}
 	switch {
 	case seeded:
