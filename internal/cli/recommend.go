@@ -142,6 +142,7 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	noteOtherData(cmd, o.modelPath, m, g, prot)
 	users, err := o.qf.resolve(g, "user", true)
 	if err != nil {
 		return err
@@ -329,4 +330,16 @@ func parseApproxCap(spec string) (float64, error) {
 		return 0, fmt.Errorf("--user-budget-approx: want EPS > 0 finite and 0 < DELTA < 1, got %q", spec)
 	}
 	return accountant.MaxRho(eps, delta)
+}
+
+// noteOtherData says on stderr when the model was trained on other data than
+// it is released on (its recorded fingerprint of labels, public graph and
+// marks differs): allowed (marks change), but worth knowing.
+func noteOtherData(cmd *cobra.Command, path string, m *model.Model, g *graph.Graph, prot *protect.Set) {
+	if m.Meta.Data == "" {
+		return
+	}
+	if fp := protect.Fingerprint(g, prot); fp != m.Meta.Data {
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s was trained on other data (its labels, public graph or marks differ from these); its transform still applies, but retrain it when the graph has changed much\n", path)
+	}
 }

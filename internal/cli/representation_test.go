@@ -199,3 +199,29 @@ func TestSyntheticSnapshotRefused(t *testing.T) {
 		t.Fatalf("recommend with a marks file over the snapshot: %v\n%s", err, stderr)
 	}
 }
+
+// TestModelOnOtherDataNoted: recommend notes a model trained on other data
+// (its fingerprint), and says nothing on the data it was trained on or on a
+// neighbouring graph (same labels, public graph and marks).
+func TestModelOnOtherDataNoted(t *testing.T) {
+	f := newRepFixture(t)
+	mp := filepath.Join(f.dir, "m.json")
+	if _, stderr, err := run(t, "train", "--graph", f.graph, "--protected", f.marks, "--score", "cn", "--eps", "0.5", "--epochs", "1", "--out", mp); err != nil {
+		t.Fatalf("train: %v\n%s", err, stderr)
+	}
+	other := filepath.Join(f.dir, "other-marks.txt")
+	os.WriteFile(other, []byte(f.users[0]+" "+f.users[1]+"\n"), 0o644)
+	for _, c := range []struct {
+		graph, marks string
+		noted        bool
+	}{{f.graph, f.marks, false}, {f.neighbour, f.marks, false}, {f.shuffled, f.marks, false}, {f.graph, other, true}} {
+		_, stderr, err := run(t, "recommend", "--model", mp, "--graph", c.graph, "--protected", c.marks, "--user", f.users[0], "--seed", "1",
+			"--create", "--store", "sqlite:"+filepath.Join(t.TempDir(), "l.db"))
+		if err != nil {
+			t.Fatalf("recommend: %v\n%s", err, stderr)
+		}
+		if got := strings.Contains(stderr, "trained on other data"); got != c.noted {
+			t.Errorf("%s with %s: noted %v, want %v\n%s", filepath.Base(c.graph), filepath.Base(c.marks), got, c.noted, stderr)
+		}
+	}
+}
