@@ -4,36 +4,27 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
-	"github.com/dplp/dplp/account"
 	"github.com/dplp/dplp/ledger"
 )
 
-// oldLedger writes a JSON ledger in the old account format.
+// oldLedger is a JSON ledger in the old account format (written by the
+// removed package account: alice charged 0.125 x 2 twice for m1, bob
+// 0.25 x 2), copied to a temporary file.
 func oldLedger(t *testing.T) string {
 	t.Helper()
-	l := account.New()
-	for _, r := range []struct {
-		user, key string
-		eps       float64
-		k         int
-		list      []string
-	}{
-		{"alice", "m1", 0.125, 2, []string{"b", "c"}},
-		{"alice", "m1", 0.125, 2, []string{"c", "d"}}, // sampled again: charged, list replaced
-		{"bob", "m1", 0.25, 2, []string{"a"}},
-	} {
-		if _, err := l.Record(r.user, r.key, r.eps, r.k, r.list); err != nil {
-			t.Fatal(err)
-		}
+	raw, err := os.ReadFile("testdata/account-v1.json")
+	if err != nil {
+		t.Fatal(err)
 	}
 	p := filepath.Join(t.TempDir(), "ledger.json")
-	if err := l.Save(p); err != nil {
+	if err := os.WriteFile(p, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p
