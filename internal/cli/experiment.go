@@ -15,7 +15,7 @@ import (
 func newExperimentCmd() *cobra.Command {
 	var flags *experiment.Flags
 	cmd := &cobra.Command{
-		Use:   "experiment [--preset table1|table1-emb|theory | --config FILE] [grid flags] [--out DIR]",
+		Use:   "experiment [--preset table1|table1-emb|theory | --config FILE] [grid flags] [--unit party,pair] [--out DIR]",
 		Short: "Run a grid of experiments: datasets x scores x methods x eps (or budgets) x sigma x K x seeds",
 		Long:  experimentLong,
 		Args:  cobra.NoArgs,
@@ -50,7 +50,19 @@ budget) next to the derived eps_p. DPLP-pub is charged only for its random
 picks, so its spend is at most the budget. Output files are replaced atomically and must be
 regular files. Everything is seeded (seeds 0..N-1) and reproducible: embedding
 predictors train deterministically, so equal seeds give equal results on any
-number of cores.`
+number of cores.
+
+Privacy units (--unit party,pair; docs/privacy-model.md §16): party is Definition 1
+(any subset of one party's protected pairs), pair is one protected pair; a party
+with m pairs gets m x eps under the pair unit. The list-level methods dplp-list
+(the private evidence of every candidate released once with Laplace noise on its
+l1 bound, the list ranked by post-processing; one charge eps per list whatever K)
+and perturb-once (randomised response on every protected pair, then the unchanged
+scorer; eps per pair once, eps x the largest party under the party unit) take
+--eps as the cost of a whole list and are calibrated for the unit of their cell;
+every other method keeps its party-unit calibration, valid for both units. Rows
+carry unit, eps_list (mean eps charged per list) and gap_recovered ((AUC@K -
+public-only) / (non-private - public-only), same dataset, score, sigma, K, seed).`
 
 // runExperiment runs the grid the flags describe, with a warning for every
 // reproduction mode that carries no guarantee.

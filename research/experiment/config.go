@@ -28,6 +28,7 @@ import (
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/linkclf"
 	"github.com/dplp/dplp/predict"
+	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/research/protocol"
 )
 
@@ -50,7 +51,9 @@ type Config struct {
 	// Methods: nonprivate, public-only, dplp, dplp-lin (or lin), dplp-umnn
 	// (or umnn), dplp-pub,
 	// exponential, laplace, laplace-peeling, staircase, and power:A (the
-	// exponential mechanism on the utility (s/S_max)^A, paper Figure 2).
+	// exponential mechanism on the utility (s/S_max)^A, paper Figure 2);
+	// and the list-level methods of ListMethods (dplp-list, perturb-once),
+	// for which eps is the cost of a whole list (not per pick).
 	Methods []string `json:"methods"`
 	// Calibrations: rigorous (default) and/or reference (reproduction only;
 	// does not meet the guarantee). Under reference, dplp, dplp-lin and
@@ -62,6 +65,12 @@ type Config struct {
 	Calibrations []string `json:"calibrations"`
 	// Protocols: clean (default), reference, deployment.
 	Protocols []string `json:"protocols"`
+	// Units are the privacy units (privunit: party, the default and
+	// Definition 1, or pair; docs/privacy-model.md §16). They change the
+	// list-level methods dplp-list and perturb-once (their noise and cost);
+	// every other method is calibrated for the party unit, which implies the
+	// pair unit at the same cost, so its cells are shared across units.
+	Units []string `json:"units,omitempty"`
 	// Eps are the eps_p values (per pick), each in [MinEps, MaxEps].
 	Eps []float64 `json:"eps"`
 	// Budgets, when given, replace Eps: per-list budgets "pure:E" (eps_p =
@@ -171,6 +180,13 @@ const DefaultWorkers = 2
 var AllMethods = []string{"nonprivate", "public-only", "dplp", "dplp-lin", "dplp-umnn", "dplp-pub",
 	"exponential", "laplace", "laplace-peeling", "staircase"}
 
+// ListMethods are the list-level methods (docs/privacy-model.md §16): one
+// charge eps per list whatever K (dplp-list: Laplace on the private evidence
+// vector, mech/list), or once for every list (perturb-once: randomised
+// response on every protected pair). Triad scores, clean or deployment
+// protocol, rigorous calibration only.
+var ListMethods = []string{"dplp-list", "perturb-once"}
+
 // DefaultConfig is one score (AA), all methods, eps_p = 0.1, sigma = 0.3,
 // K = 30, one seed, clean protocol, rigorous calibration, and no graphs.
 func DefaultConfig() Config {
@@ -179,6 +195,7 @@ func DefaultConfig() Config {
 		Methods:      slices.Clone(AllMethods),
 		Calibrations: []string{"rigorous"},
 		Protocols:    []string{"clean"},
+		Units:        []string{"party"},
 		Eps:          []float64{0.1},
 		Sigma:        []float64{0.3},
 		K:            []int{30},
@@ -277,7 +294,8 @@ func Preset(name, dataDir string) (Config, error) {
 // methodSpec is a parsed method name.
 type methodSpec struct {
 	name    string       // canonical name
-	mech    calib.Method // release mechanism
+	mech    calib.Method // release mechanism (unused by list-level methods)
+	list    string       // "dplp-list" or "perturb-once"; "" for per-pick methods
 	variant string       // DPLP variant for evaluate.TrainTransform; "" for none
 	power   float64      // > 0 for power:A
 }
@@ -286,7 +304,9 @@ type methodSpec struct {
 func (m methodSpec) trained() bool { return m.variant != "" }
 
 // epsFree reports whether results do not depend on eps_p or calibration.
-func (m methodSpec) epsFree() bool { return m.mech == calib.NonPrivate || m.mech == calib.PublicOnly }
+func (m methodSpec) epsFree() bool {
+	return m.list == "" && (m.mech == calib.NonPrivate || m.mech == calib.PublicOnly)
+}
 
 var dplpVariants = map[string]string{"dplp": "dplp", "dplp-lin": "lin", "dplp-umnn": "umnn", "dplp-pub": "dplp-pub"}
 
@@ -303,6 +323,9 @@ func parseMethod(s string) (methodSpec, error) {
 	if v, ok := dplpVariants[l]; ok {
 		return methodSpec{name: l, mech: calib.Exponential, variant: v}, nil
 	}
+	if slices.Contains(ListMethods, l) {
+		return methodSpec{name: l, mech: calib.Exponential, list: l}, nil
+	}
 	if a, ok := strings.CutPrefix(l, "power:"); ok {
 		x, err := strconv.ParseFloat(a, 64)
 		if err != nil || !(x > 0) || math.IsInf(x, 0) {
@@ -312,7 +335,7 @@ func parseMethod(s string) (methodSpec, error) {
 	}
 	m, err := calib.ParseMethod(l)
 	if err != nil {
-		return methodSpec{}, fmt.Errorf("experiment: unknown method %q (want %s or power:A)", s, strings.Join(AllMethods, ", "))
+		return methodSpec{}, fmt.Errorf("experiment: unknown method %q (want %s, %s or power:A)", s, strings.Join(AllMethods, ", "), strings.Join(ListMethods, ", "))
 	}
 	return methodSpec{name: m.String(), mech: m}, nil
 }
@@ -340,6 +363,7 @@ type plan struct {
 	methods  []methodSpec
 	cals     []calib.Calibration
 	prots    []protocol.Kind
+	units    []privunit.Unit
 	budgets  []Budget // parsed Config.Budgets; when non-empty they replace Config.Eps
 }
 
@@ -448,6 +472,34 @@ func (c *Config) parse(checkFiles bool) (*plan, error) {
 		p.prots = append(p.prots, k)
 		return err
 	})
+	if len(c.Units) == 0 {
+		p.units = []privunit.Unit{privunit.Party}
+	} else {
+		list("units", c.Units, func(s string) error {
+			u, err := privunit.Parse(s)
+			if err == nil && strings.TrimSpace(s) == "" {
+				err = errors.New("empty privacy unit")
+			}
+			p.units = append(p.units, u)
+			return err
+		})
+	}
+	if slices.ContainsFunc(p.methods, func(m methodSpec) bool { return m.list != "" }) {
+		if slices.Contains(p.prots, protocol.Reference) {
+			bad("the list-level methods (%s) need the clean or deployment protocol (the reference protocol's candidates include neighbours of the query)", strings.Join(ListMethods, ", "))
+		}
+		if slices.Contains(p.cals, calib.Reference) {
+			bad("the list-level methods (%s) have no reference calibration", strings.Join(ListMethods, ", "))
+		}
+		if len(c.Budgets) > 0 {
+			bad("the list-level methods (%s) take --eps, the cost of a whole list, not budgets", strings.Join(ListMethods, ", "))
+		}
+		for _, pr := range p.preds {
+			if !pr.spec.Triad {
+				bad("the list-level methods (%s) need a triad score (cn, aa, ra, jc, pa), not %s", strings.Join(ListMethods, ", "), pr.name)
+			}
+		}
+	}
 	switch {
 	case len(c.Eps) == 0 && len(c.Budgets) == 0:
 		bad("no eps values or budgets given")

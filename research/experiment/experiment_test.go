@@ -316,7 +316,7 @@ func TestPowerDelta(t *testing.T) {
 var requiredKeys = []string{"dataset", "score", "method", "calibration", "protocol", "eps", "sigma", "k", "seed",
 	"auc_at_k", "precision_at_k", "recall_at_k", "ndcg_at_k", "map_at_k", "mrr", "hits_at_k", "queries"}
 
-var extraKeys = []string{"roc_auc", "zero_noise_queries", "seconds", "train_seconds", "held_out_auc", "eps_spent"}
+var extraKeys = []string{"roc_auc", "zero_noise_queries", "seconds", "train_seconds", "held_out_auc", "eps_spent", "unit", "eps_list", "gap_recovered"}
 
 func TestRunCacheAndOutputs(t *testing.T) {
 	dir := t.TempDir()

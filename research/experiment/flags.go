@@ -34,8 +34,9 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.StringVar(&f.Out, "out", "experiment-out", "output directory (results.json, results.csv, summary.md, plots/, cache/)")
 	fs.StringSliceVar(&c.Graphs, "graph", nil, "edge-list file (repeatable); the dataset name is its base name without extension")
 	fs.StringSliceVar(&c.Scores, "score", d.Scores, "base predictors: cn, aa, ra, jc, pa; embeddings node2vec, deepwalk, line, gcn, prune, struc2vec (fitted per split); file:PATH")
-	fs.StringSliceVar(&c.Methods, "method", d.Methods, "methods: nonprivate, public-only, dplp, dplp-lin (or lin), dplp-umnn (or umnn), dplp-pub, exponential, laplace, laplace-peeling, staircase, power:A")
+	fs.StringSliceVar(&c.Methods, "method", d.Methods, "methods: nonprivate, public-only, dplp, dplp-lin (or lin), dplp-umnn (or umnn), dplp-pub, exponential, laplace, laplace-peeling, staircase, power:A; list-level (eps = cost per list): dplp-list, perturb-once")
 	fs.StringSliceVar(&c.Protocols, "protocol", d.Protocols, "protocols: clean, reference, deployment")
+	fs.StringSliceVar(&c.Units, "unit", []string{"party"}, "privacy units: party (Definition 1, default), pair (one protected pair); change dplp-list and perturb-once")
 	fs.StringSliceVar(&c.Calibrations, "calibration", d.Calibrations, "calibrations: rigorous, reference (reproduction only; does NOT meet the guarantee)")
 	fs.Var(newFloats(&c.Eps, d.Eps), "eps", "eps_p values (per pick), each in [1e-06, 1e+06]")
 	fs.Var(&budgetList{p: &c.Budgets}, "budget", "per-list budgets replacing --eps: pure:EPS (eps_p = EPS/K) or approx:EPS,DELTA (largest eps_p whose K picks are (EPS, DELTA)-DP under zCDP); comma-separated, repeatable")
@@ -127,6 +128,7 @@ func (f *Flags) Config() (Config, error) {
 	set("score", func() { cfg.Scores = c.Scores })
 	set("method", func() { cfg.Methods = c.Methods })
 	set("protocol", func() { cfg.Protocols = c.Protocols })
+	set("unit", func() { cfg.Units = c.Units })
 	set("calibration", func() { cfg.Calibrations = c.Calibrations })
 	changed := func(name string) bool { fl := f.fs.Lookup(name); return fl != nil && fl.Changed }
 	set("eps", func() {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/predict"
+	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/research/protocol"
 )
 
@@ -58,6 +59,7 @@ type cell struct {
 	method methodSpec
 	cal    calib.Calibration
 	prot   protocol.Kind
+	unit   privunit.Unit
 	eps    float64
 	budget string // canonical Budget; "" when eps was given directly
 	sigma  float64
@@ -88,6 +90,12 @@ type cellKey struct {
 	// Predictor holds the options that change a fitted predictor's scores
 	// (nil for the triad scores, which have none).
 	Predictor *predictorKey `json:"predictor,omitempty"`
+	// Unit is the privacy unit of the list-level methods ("" for every
+	// other method, whose results do not depend on it and whose keys it
+	// leaves unchanged).
+	Unit string `json:"unit,omitempty"`
+	// ListVersion versions the list-level cells ("" for the others).
+	ListVersion string `json:"list_version,omitempty"`
 	// RefNoise versions the cells released with the authors' DPLP noise
 	// (refMethod; "" for every other cell, whose key it leaves unchanged).
 	RefNoise string `json:"ref_noise,omitempty"`
@@ -183,7 +191,7 @@ func (a axisEntry) at(k int) (float64, string) {
 }
 
 // expand lists the cells in output order (dataset, predictor, method,
-// calibration, protocol, eps or budget, sigma, k, seed). The reference calibration
+// calibration, protocol, unit, eps or budget, sigma, k, seed). The reference calibration
 // only exists with the reference protocol (its per-query count a(u) is
 // computed there); other combinations with it are skipped and reported.
 func (p *plan) expand() (cells []cell, skipped int) {
@@ -195,16 +203,18 @@ func (p *plan) expand() (cells []cell, skipped int) {
 				for _, cal := range p.cals {
 					for _, prot := range p.prots {
 						if cal == calib.Reference && prot != protocol.Reference {
-							skipped += len(axis) * len(c.Sigma) * len(c.K) * c.Seeds
+							skipped += len(p.units) * len(axis) * len(c.Sigma) * len(c.K) * c.Seeds
 							continue
 						}
-						for _, a := range axis {
-							for _, sigma := range c.Sigma {
-								for _, k := range c.K {
-									eps, budget := a.at(k)
-									for seed := 0; seed < c.Seeds; seed++ {
-										cells = append(cells, cell{ds: ds, pred: pr, method: m, cal: cal,
-											prot: prot, eps: eps, budget: budget, sigma: sigma, k: k, seed: seed})
+						for _, unit := range p.units {
+							for _, a := range axis {
+								for _, sigma := range c.Sigma {
+									for _, k := range c.K {
+										eps, budget := a.at(k)
+										for seed := 0; seed < c.Seeds; seed++ {
+											cells = append(cells, cell{ds: ds, pred: pr, method: m, cal: cal,
+												prot: prot, unit: unit, eps: eps, budget: budget, sigma: sigma, k: k, seed: seed})
+										}
 									}
 								}
 							}
@@ -237,6 +247,12 @@ func (p *plan) key(c cell, graphSHA string) cellKey {
 	}
 	if _, ok := refMethod(c); ok {
 		k.RefNoise = refNoiseVersion
+	}
+	switch c.method.list {
+	case "dplp-list":
+		k.Unit, k.ListVersion = c.unit.String(), listVersion
+	case "perturb-once":
+		k.Unit, k.ListVersion = c.unit.String(), perturbVersion
 	}
 	return k
 }

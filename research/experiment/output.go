@@ -13,6 +13,7 @@ import (
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/internal/atomicfile"
+	"github.com/dplp/dplp/mech/list"
 	"github.com/dplp/dplp/metrics"
 	"github.com/dplp/dplp/research/plot"
 	"github.com/dplp/dplp/research/protocol"
@@ -34,6 +35,18 @@ type Row struct {
 	Sigma  float64 `json:"sigma"`
 	K      int     `json:"k"`
 	Seed   int     `json:"seed"`
+	// Unit is the privacy unit of the cell (party or pair; §16). Per-pick
+	// methods are calibrated for the party unit, which implies the pair
+	// unit at the same cost, so their results are the same in both.
+	Unit string `json:"unit"`
+	// EpsList is the mean eps charged per released list: ListCost for the
+	// list-level methods, EpsSpent for the others (null when unbounded).
+	EpsList *float64 `json:"eps_list"`
+	// GapRecovered is (AUC@K - public-only) / (non-private - public-only),
+	// with the public-only and non-private cells of the same dataset, score,
+	// protocol, sigma, K and seed (null when either is missing or they are
+	// equal).
+	GapRecovered *float64 `json:"gap_recovered"`
 	Result
 }
 
@@ -68,6 +81,14 @@ type Result struct {
 	EpsEffMedian    *float64 `json:"eps_eff_median,omitempty"`
 	EpsEffMax       *float64 `json:"eps_eff_max,omitempty"`
 	NoiseMultiplier *float64 `json:"noise_multiplier,omitempty"`
+	// ListCost is the mean eps charged per list by a list-level method
+	// (dplp-list: eps, or 0 for a list that does not read the noisy
+	// evidence; perturb-once: the one-time release's cost). Absent for the
+	// others.
+	ListCost *float64 `json:"list_cost,omitempty"`
+	// Combine and ListFit are dplp-list's fitted combination and its fit.
+	Combine *list.Combine   `json:"combine,omitempty"`
+	ListFit *list.FitReport `json:"list_fit,omitempty"`
 }
 
 // ReadResults reads a results.json written by Run.
@@ -84,16 +105,50 @@ func ReadResults(path string) ([]Row, error) {
 }
 
 func (p *plan) row(c cell, r *Result) Row {
-	return Row{Dataset: p.datasets[c.ds], Score: c.pred.name, Method: c.method.name,
+	row := Row{Dataset: p.datasets[c.ds], Score: c.pred.name, Method: c.method.name,
 		Calibration: c.cal.String(), Protocol: c.prot.String(), Eps: c.eps, Budget: c.budget, Sigma: c.sigma,
-		K: c.k, Seed: c.seed, Result: *r}
+		K: c.k, Seed: c.seed, Unit: c.unit.String(), Result: *r}
+	row.EpsList = r.EpsSpent
+	if r.ListCost != nil {
+		row.EpsList = r.ListCost
+	}
+	return row
+}
+
+// fillGaps sets GapRecovered of every row from the public-only and
+// non-private rows of the same dataset, score, protocol, sigma, K and seed.
+func fillGaps(rows []Row) {
+	type key struct {
+		ds, score, prot string
+		sigma           float64
+		k, seed         int
+	}
+	kOf := func(r *Row) key { return key{r.Dataset, r.Score, r.Protocol, r.Sigma, r.K, r.Seed} }
+	pub, np := map[key]float64{}, map[key]float64{}
+	for i := range rows {
+		switch rows[i].Method {
+		case calib.PublicOnly.String():
+			pub[kOf(&rows[i])] = rows[i].AUC
+		case calib.NonPrivate.String():
+			np[kOf(&rows[i])] = rows[i].AUC
+		}
+	}
+	for i := range rows {
+		k := kOf(&rows[i])
+		a, ok1 := pub[k]
+		b, ok2 := np[k]
+		if ok1 && ok2 && b != a {
+			g := (rows[i].AUC - a) / (b - a)
+			rows[i].GapRecovered = &g
+		}
+	}
 }
 
 // csvHeader are the columns of results.csv, in results.json's key order.
 var csvHeader = []string{"dataset", "score", "method", "calibration", "protocol", "eps", "sigma", "k", "seed",
 	"auc_at_k", "precision_at_k", "recall_at_k", "ndcg_at_k", "map_at_k", "mrr", "hits_at_k", "queries",
 	"roc_auc", "zero_noise_queries", "seconds", "train_seconds", "held_out_auc", "eps_spent",
-	"noise", "eps_eff_median", "eps_eff_max", "noise_multiplier", "budget"}
+	"noise", "eps_eff_median", "eps_eff_max", "noise_multiplier", "budget", "unit", "eps_list", "gap_recovered"}
 
 // fmtF formats a configuration value (eps, sigma, a power) in the shortest
 // form that reads back exactly; method names such as power:A use it too.
@@ -119,7 +174,8 @@ func (r *Row) csv() []string {
 		strconv.Itoa(r.K), strconv.Itoa(r.Seed), fmtM(r.AUC), fmtM(r.Precision), fmtM(r.Recall), fmtM(r.NDCG),
 		fmtM(r.MAP), fmtM(r.MRR), fmtM(r.Hits), strconv.Itoa(r.Queries), fmtPtr(r.ROCAUC),
 		strconv.Itoa(r.ZeroNoise), fmtM(r.Seconds), ts, fmtPtr(r.HeldOutAUC), fmtPtr(r.EpsSpent),
-		r.Noise, fmtPtr(r.EpsEffMedian), fmtPtr(r.EpsEffMax), fmtPtr(r.NoiseMultiplier), r.Budget}
+		r.Noise, fmtPtr(r.EpsEffMedian), fmtPtr(r.EpsEffMax), fmtPtr(r.NoiseMultiplier), r.Budget,
+		r.Unit, fmtPtr(r.EpsList), fmtPtr(r.GapRecovered)}
 }
 
 // writeJSON writes v as indented JSON to path (atomically, see writeAtomic).
@@ -153,6 +209,7 @@ func writeBytes(path string, data []byte) error {
 }
 
 func writeOutputs(out string, p *plan, rows []Row, skipped int, lg *logger) error {
+	fillGaps(rows)
 	if err := writeJSON(filepath.Join(out, "results.json"), rows); err != nil {
 		return err
 	}
@@ -181,10 +238,11 @@ type aggKey struct {
 	budget                       string
 	sigma                        float64
 	k                            int
+	unit                         string
 }
 
 func rowAgg(r *Row) aggKey {
-	return aggKey{r.Dataset, r.Score, r.Method, r.Calibration, r.Protocol, r.Eps, r.Budget, r.Sigma, r.K}
+	return aggKey{r.Dataset, r.Score, r.Method, r.Calibration, r.Protocol, r.Eps, r.Budget, r.Sigma, r.K, r.Unit}
 }
 
 // stat is a mean over seeds with its 95% CI half-width.
@@ -291,10 +349,16 @@ func summary(p *plan, rows []Row, skipped int, figs []string) string {
 								"training pairs scored on graphs with protected edges), so NO method here carries the stated " +
 								"guarantee, whatever the calibration; the numbers are for comparison with the paper only.*\n\n")
 						}
-						b.WriteString(table(p, agg, prot.String(), cal.String(), eps, budget, sigma, k))
-						b.WriteString("\n")
-						b.WriteString(epsSpentTable(p, rows, prot.String(), cal.String(), eps, budget, sigma, k))
-						b.WriteString(epsEffList(p, rows, prot.String(), cal.String(), eps, budget, sigma, k))
+						for _, unit := range p.units {
+							if len(p.units) > 1 {
+								fmt.Fprintf(&b, "Privacy unit: %s.\n\n", unit)
+							}
+							us := unit.String()
+							b.WriteString(table(p, agg, prot.String(), cal.String(), eps, budget, sigma, k, us))
+							b.WriteString("\n")
+							b.WriteString(epsSpentTable(p, rows, prot.String(), cal.String(), eps, budget, sigma, k, us))
+							b.WriteString(epsEffList(p, rows, prot.String(), cal.String(), eps, budget, sigma, k, us))
+						}
 					}
 				}
 			}
@@ -318,7 +382,7 @@ func displays(ps []predictor) []string {
 }
 
 // table renders one Table 1-shaped markdown table.
-func table(p *plan, agg map[aggKey]stat, prot, cal string, eps float64, budget string, sigma float64, k int) string {
+func table(p *plan, agg map[aggKey]stat, prot, cal string, eps float64, budget string, sigma float64, k int, unit string) string {
 	var b strings.Builder
 	b.WriteString("| dataset | score |")
 	for _, m := range p.methods {
@@ -335,7 +399,7 @@ func table(p *plan, agg map[aggKey]stat, prot, cal string, eps float64, budget s
 			cells := make([]stat, len(p.methods))
 			best := -1
 			for i, m := range p.methods {
-				cells[i] = agg[aggKey{ds, sc, m.name, cal, prot, eps, budget, sigma, k}]
+				cells[i] = agg[aggKey{ds, sc, m.name, cal, prot, eps, budget, sigma, k, unit}]
 				if m.mech != calib.NonPrivate && cells[i].n > 0 && (best < 0 || cells[i].mean > cells[best].mean) {
 					best = i
 				}
@@ -362,6 +426,21 @@ func table(p *plan, agg map[aggKey]stat, prot, cal string, eps float64, budget s
 func writePlots(out string, p *plan, rows []Row) ([]string, error) {
 	c := &p.cfg
 	agg := aggregate(rows)
+	// Mean eps charged per list of every list-level cell (plot x).
+	listCost := map[aggKey]float64{}
+	{
+		sums, ns := map[aggKey]float64{}, map[aggKey]int{}
+		for i := range rows {
+			if rows[i].ListCost != nil {
+				k := rowAgg(&rows[i])
+				sums[k] += *rows[i].ListCost
+				ns[k]++
+			}
+		}
+		for k, s := range sums {
+			listCost[k] = s / float64(ns[k])
+		}
+	}
 	var figs []string
 	save := func(name string, f *plot.Figure) error {
 		if len(f.Series) == 0 {
@@ -410,10 +489,33 @@ func writePlots(out string, p *plan, rows []Row) ([]string, error) {
 						if len(eps) >= 2 {
 							for _, sigma := range sigmas {
 								f := &plot.Figure{Title: fmt.Sprintf("%s, %s: AUC@%d vs eps_p (sigma=%v, %s/%s)", ds, disp, k, sigma, ps, cs),
-									XLabel: "eps_p", YLabel: fmt.Sprintf("AUC@%d", k), LogX: eps[len(eps)-1]/eps[0] >= 20}
+									XLabel: "eps_p (list-level methods: eps per list)", YLabel: fmt.Sprintf("AUC@%d", k), LogX: eps[len(eps)-1]/eps[0] >= 20}
 								for _, m := range nonPower {
-									if s, ok := series(m.name, eps, func(e float64) stat { return agg[aggKey{ds, sc, m.name, cs, ps, e, "", sigma, k}] }); ok {
-										f.Series = append(f.Series, s)
+									// List-level methods: one series per unit (their
+									// eps is the cost of a whole list).
+									units := p.units[:1]
+									if m.list != "" {
+										units = p.units
+									}
+									for _, un := range units {
+										name := m.name
+										if m.list != "" && len(p.units) > 1 {
+											name += " (" + un.String() + ")"
+										}
+										s, ok := series(name, eps, func(e float64) stat { return agg[aggKey{ds, sc, m.name, cs, ps, e, "", sigma, k, un.String()}] })
+										if ok && m.list != "" {
+											// x = the mean eps charged per list (perturb-once
+											// under the party unit: eps x the largest party).
+											s.Name += " [x = eps_list]"
+											for i := range s.X {
+												if c, ok := listCost[aggKey{ds, sc, m.name, cs, ps, s.X[i], "", sigma, k, un.String()}]; ok && c > 0 {
+													s.X[i] = c
+												}
+											}
+										}
+										if ok {
+											f.Series = append(f.Series, s)
+										}
 									}
 								}
 								if err := save(fmt.Sprintf("auc_vs_eps_%s_%s_%s_%s_sigma%v_k%d", ds, slug, ps, cs, sigma, k), f); err != nil {
@@ -426,7 +528,7 @@ func writePlots(out string, p *plan, rows []Row) ([]string, error) {
 								f := &plot.Figure{Title: fmt.Sprintf("%s, %s: AUC@%d vs sigma (eps_p=%v, %s/%s)", ds, disp, k, e, ps, cs),
 									XLabel: "sigma (fraction of protected edges)", YLabel: fmt.Sprintf("AUC@%d", k)}
 								for _, m := range nonPower {
-									if s, ok := series(m.name, sigmas, func(sg float64) stat { return agg[aggKey{ds, sc, m.name, cs, ps, e, "", sg, k}] }); ok {
+									if s, ok := series(m.name, sigmas, func(sg float64) stat { return agg[aggKey{ds, sc, m.name, cs, ps, e, "", sg, k, p.units[0].String()}] }); ok {
 										f.Series = append(f.Series, s)
 									}
 								}
@@ -452,7 +554,7 @@ func writePlots(out string, p *plan, rows []Row) ([]string, error) {
 								XLabel: "a", YLabel: fmt.Sprintf("AUC@%d", k), LogX: as[len(as)-1]/as[0] >= 20}
 							for _, ds := range p.datasets {
 								if s, ok := series(ds, as, func(a float64) stat {
-									return agg[aggKey{ds, sc, "power:" + fmtF(a), cs, ps, e, "", sigma, k}]
+									return agg[aggKey{ds, sc, "power:" + fmtF(a), cs, ps, e, "", sigma, k, p.units[0].String()}]
 								}); ok {
 									f.Series = append(f.Series, s)
 								}

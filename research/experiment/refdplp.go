@@ -159,7 +159,7 @@ func (r *runner) oneReference(ctx context.Context, split *protocol.Split, u *uni
 // such method's median effective eps per pick (mean over seeds of the
 // per-split median over queries with noise) and the largest (max over
 // seeds), beside the nominal eps_p. Empty when no row has them.
-func epsEffList(p *plan, rows []Row, prot, cal string, eps float64, budget string, sigma float64, k int) string {
+func epsEffList(p *plan, rows []Row, prot, cal string, eps float64, budget string, sigma float64, k int, unit string) string {
 	type agg struct {
 		med []float64
 		max float64
@@ -184,7 +184,7 @@ func epsEffList(p *plan, rows []Row, prot, cal string, eps float64, budget strin
 		for _, pr := range p.preds {
 			var parts []string
 			for _, m := range p.methods {
-				a := vals[aggKey{ds, pr.name, m.name, cal, prot, eps, budget, sigma, k}]
+				a := vals[aggKey{ds, pr.name, m.name, cal, prot, eps, budget, sigma, k, unit}]
 				if a == nil {
 					continue
 				}

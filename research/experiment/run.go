@@ -179,7 +179,7 @@ func run(ctx context.Context, cfg Config, out string, logw io.Writer, h hooks) e
 		x, y := a.c, b.c
 		return cmp.Or(cmp.Compare(x.ds, y.ds), cmp.Compare(x.prot, y.prot), cmp.Compare(x.sigma, y.sigma),
 			cmp.Compare(x.seed, y.seed), cmp.Compare(predIdx[x.pred.name], predIdx[y.pred.name]), cmp.Compare(methodIdx[x.method.name], methodIdx[y.method.name]),
-			cmp.Compare(x.cal, y.cal), cmp.Compare(x.eps, y.eps), cmp.Compare(x.budget, y.budget), cmp.Compare(x.k, y.k))
+			cmp.Compare(x.cal, y.cal), cmp.Compare(x.unit, y.unit), cmp.Compare(x.eps, y.eps), cmp.Compare(x.budget, y.budget), cmp.Compare(x.k, y.k))
 	})
 	bar := progress.New(int64(len(todo)), "experiment")
 	r := &runner{p: p, h: h, out: out, lg: lg, bar: bar, total: len(todo)}
@@ -249,6 +249,11 @@ type runner struct {
 	done int
 
 	refLin memo[refLinEntry] // the authors' DPLP-Lin, per split, predictor and eps_p (refdplp.go)
+
+	listTrains memo[listTrainEntry] // dplp-list training data, per split, predictor and unit (listmech.go)
+	listFits   memo[listFitEntry]   // dplp-list combinations, per split, predictor, unit, eps and k
+	listTests  memo[fitEntry]       // dplp-list evidence scorers of test graphs, per split and kind
+	listScales memo[listScaleEntry] // mean public score of the evaluation candidates, per split and predictor
 }
 
 func (r *runner) interrupted(err error) error {
@@ -385,6 +390,9 @@ func (r *runner) one(ctx context.Context, split *protocol.Split, u *unit, scorer
 	// Kind is score.Bounded for embeddings and files: the reference
 	// calibration's Delta is then 1, with noise only when a(u) > 0 (the
 	// authors' sign(a) for deep scores).
+	if c.method.list != "" {
+		return r.oneList(ctx, split, u, scorer)
+	}
 	cfg := calib.Config{Method: c.method.mech, Calibration: c.cal, Kind: c.pred.spec.Kind, Eps: c.eps}
 	var res Result
 	switch {
@@ -454,6 +462,9 @@ func (r *runner) describe(c cell) string {
 	b := ""
 	if c.budget != "" {
 		b = " budget=" + c.budget
+	}
+	if c.method.list != "" {
+		b += " unit=" + c.unit.String()
 	}
 	return fmt.Sprintf("%s %s %s %s/%s eps=%v%s sigma=%v k=%d seed=%d", r.p.datasets[c.ds], c.pred.display(), c.method.name,
 		c.prot, c.cal, c.eps, b, c.sigma, c.k, c.seed)

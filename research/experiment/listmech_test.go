@@ -1,0 +1,191 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dplp/dplp/graph"
+	"github.com/spf13/pflag"
+)
+
+// TestListMethodsRun: a pair- and party-unit grid with the list-level
+// methods writes rows with unit, eps_list and gap_recovered; dplp-list
+// costs eps or 0 per list whatever K, perturb-once its one-time cost;
+// public-only and non-private have gap 0 and 1; a rerun is fully cached.
+func TestListMethodsRun(t *testing.T) {
+	dir := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.Graphs = []string{tinyGraph(t, dir, "latent", 250, 4)}
+	cfg.Scores = []string{"cn", "aa"}
+	cfg.Units = []string{"pair", "party"}
+	cfg.Methods = []string{"public-only", "nonprivate", "dplp-list", "perturb-once"}
+	cfg.Eps = []float64{0.5, 4}
+	cfg.K = []int{5, 20}
+	cfg.Sigma = []float64{0.45}
+	out := filepath.Join(dir, "out")
+	if err := Run(context.Background(), cfg, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ReadResults(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2 * 2 * 4 * 2 * 2; len(rows) != want {
+		t.Fatalf("%d rows, want %d", len(rows), want)
+	}
+	for _, r := range rows {
+		if r.Unit != "pair" && r.Unit != "party" {
+			t.Fatalf("row without unit: %+v", r)
+		}
+		switch r.Method {
+		case "public-only", "nonprivate":
+			if r.GapRecovered == nil {
+				t.Fatalf("%s: no gap", r.Method)
+			}
+			want := 0.0
+			if r.Method == "nonprivate" {
+				want = 1
+			}
+			if *r.GapRecovered != want {
+				t.Errorf("%s gap %v, want %v", r.Method, *r.GapRecovered, want)
+			}
+		case "dplp-list":
+			if r.EpsList == nil || *r.EpsList < 0 || *r.EpsList > r.Eps+1e-12 || r.Combine == nil || r.ListFit == nil {
+				t.Fatalf("dplp-list row: %+v", r)
+			}
+			if r.Combine.W > 0 && *r.EpsList == 0 {
+				t.Errorf("dplp-list reads the evidence but charged 0: %+v", r)
+			}
+		case "perturb-once":
+			if r.EpsList == nil || (r.Unit == "pair" && *r.EpsList != r.Eps) || (r.Unit == "party" && *r.EpsList < r.Eps) {
+				t.Fatalf("perturb-once cost: %+v", r)
+			}
+		}
+	}
+	// The same cell at K = 5 and K = 20 is charged the same (one charge
+	// per list, independent of K) when the combination is the same.
+	cost := map[string]float64{}
+	for _, r := range rows {
+		if r.Method == "dplp-list" && r.Combine.W > 0 {
+			key := r.Score + r.Unit + fmtF(r.Eps)
+			if c, ok := cost[key]; ok && math.Abs(c-*r.EpsList) > 1e-12 && *r.EpsList != 0 && c != 0 {
+				t.Errorf("%s: list cost depends on K: %v vs %v", key, c, *r.EpsList)
+			}
+			cost[key] = *r.EpsList
+		}
+	}
+	var lines []string
+	cfg2 := cfg
+	if err := run(context.Background(), cfg2, out, logTo(&lines), countingNone(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), "0 to run") {
+		t.Errorf("rerun was not fully cached: %v", lines)
+	}
+}
+
+// logTo collects log lines.
+type lineLog struct{ lines *[]string }
+
+func (l lineLog) Write(p []byte) (int, error) {
+	*l.lines = append(*l.lines, string(p))
+	return len(p), nil
+}
+
+func logTo(lines *[]string) lineLog { return lineLog{lines} }
+
+// countingNone returns hooks that fail the test if anything is evaluated.
+func countingNone(t *testing.T) hooks {
+	h := defaultHooks()
+	h.load = func(string) (*graph.Graph, error) {
+		t.Error("a cached run loaded a graph")
+		return nil, errors.New("no load expected")
+	}
+	return h
+}
+
+// TestListMethodsValidate: the list-level methods refuse the reference
+// protocol and calibration, budgets and embeddings; units must parse.
+func TestListMethodsValidate(t *testing.T) {
+	dir := t.TempDir()
+	g := tinyGraph(t, dir, "g", 60, 1)
+	base := func() Config {
+		c := DefaultConfig()
+		c.Graphs = []string{g}
+		c.Methods = []string{"public-only", "dplp-list"}
+		return c
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		ok   bool
+	}{
+		{"ok", func(*Config) {}, true},
+		{"pair", func(c *Config) { c.Units = []string{"pair", "party"} }, true},
+		{"bad-unit", func(c *Config) { c.Units = []string{"edge"} }, false},
+		{"dup-unit", func(c *Config) { c.Units = []string{"pair", "PAIR"} }, false},
+		{"reference-protocol", func(c *Config) { c.Protocols = []string{"reference"} }, false},
+		{"reference-calibration", func(c *Config) { c.Calibrations = []string{"reference"}; c.Protocols = []string{"reference"} }, false},
+		{"budget", func(c *Config) { c.Eps = nil; c.Budgets = []string{"pure:1"} }, false},
+		{"embedding", func(c *Config) { c.Scores = []string{"node2vec"} }, false},
+		{"perturb-once", func(c *Config) { c.Methods = []string{"perturb-once"} }, true},
+	} {
+		c := base()
+		tc.mod(&c)
+		err := c.Validate()
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: err %v", tc.name, err)
+		}
+	}
+}
+
+// TestFillGaps: gap_recovered from the paired public-only and non-private
+// rows; none when either is missing or they tie.
+func TestFillGaps(t *testing.T) {
+	row := func(m string, seed int, auc float64) Row {
+		r := Row{Dataset: "d", Score: "cn", Method: m, Protocol: "clean", Sigma: 0.45, K: 30, Seed: seed}
+		r.AUC = auc
+		return r
+	}
+	rows := []Row{row("public-only", 0, 0.8), row("nonprivate", 0, 0.9), row("dplp-list", 0, 0.86),
+		row("public-only", 1, 0.7), row("dplp-list", 1, 0.75), // no non-private for seed 1
+		row("public-only", 2, 0.7), row("nonprivate", 2, 0.7), row("dplp-list", 2, 0.71)}
+	fillGaps(rows)
+	for i, want := range []float64{0, 1, 0.6, math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()} {
+		g := rows[i].GapRecovered
+		if math.IsNaN(want) != (g == nil) || (g != nil && math.Abs(*g-want) > 1e-12) {
+			t.Errorf("row %d: gap %v, want %v", i, g, want)
+		}
+	}
+}
+
+// TestUnitFlag: --unit reaches the configuration; the default is party.
+func TestUnitFlag(t *testing.T) {
+	dir := t.TempDir()
+	g := tinyGraph(t, dir, "g", 60, 1)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--graph", g}, []string{"party"}},
+		{[]string{"--graph", g, "--unit", "pair,party", "--method", "public-only,dplp-list"}, []string{"pair", "party"}},
+	} {
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		f := AddFlags(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := f.Config()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(cfg.Units, tc.want) {
+			t.Errorf("%v: units %v, want %v", tc.args, cfg.Units, tc.want)
+		}
+	}
+}
