@@ -7,13 +7,13 @@ import (
 	"testing"
 
 	"github.com/dplp/dplp/graph"
-	"github.com/dplp/dplp/metrics"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/ranking"
 )
 
 // aucOf is the probability that a random positive outscores a random
 // negative (ties count one half).
-func aucOf(pos, neg []float64) float64 { return metrics.ROCAUC(pos, neg) }
+func aucOf(pos, neg []float64) float64 { return ranking.ROCAUC(pos, neg) }
 
 func TestAUCOf(t *testing.T) {
 	if a := aucOf([]float64{3, 4}, []float64{1, 2}); a != 1 {

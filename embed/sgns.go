@@ -7,9 +7,9 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/dplp/dplp/embed/alias"
 	"github.com/dplp/dplp/internal/par"
 	"github.com/dplp/dplp/randx"
-	"github.com/dplp/dplp/sampling"
 )
 
 // trainChunk is the number of walks per training work unit; like walk chunks
@@ -61,7 +61,7 @@ type sgnsModel struct {
 	dim    int
 	syn0   []float32 // input vectors: the embedding
 	syn1   []float32 // output (context) vectors
-	neg    *sampling.Alias
+	neg    *alias.Table
 	keep   []float32 // probability of keeping a token of each node (downsampling)
 	cfg    SkipGramConfig
 	tokens int // corpus size for one epoch
@@ -102,7 +102,7 @@ func trainSkipGram(ctx context.Context, n int, walks [][]int32, tokens int, cfg 
 	if tokens == 0 || wsum == 0 || cfg.Negative == 0 {
 		cfg.Negative = 0
 	} else {
-		m.neg = sampling.NewAlias(weights)
+		m.neg = alias.New(weights)
 	}
 	m.cfg = cfg
 

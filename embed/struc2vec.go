@@ -9,9 +9,9 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/dplp/dplp/embed/alias"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/par"
-	"github.com/dplp/dplp/sampling"
 )
 
 // Struc2Vec embeds g so that nodes with similar neighbourhood structure (not
@@ -314,14 +314,14 @@ func structuralDistances(ctx context.Context, seqs [][][]degRun, p *pairGraph, l
 // neighbours are the candidates v with at least k+1 common layers.
 type multiLayer struct {
 	layers int
-	nbr    [][][]int32         // nbr[k][u]
-	alias  [][]*sampling.Alias // alias[k][u] over nbr[k][u], weights exp(-f_k)
-	up     [][]float64         // up[k][u] = log(Γ_k(u) + e)
+	nbr    [][][]int32      // nbr[k][u]
+	alias  [][]*alias.Table // alias[k][u] over nbr[k][u], weights exp(-f_k)
+	up     [][]float64      // up[k][u] = log(Γ_k(u) + e)
 }
 
 func buildLayers(p *pairGraph, dist [][]float64, layers int) *multiLayer {
 	n := len(p.off) - 1
-	ml := &multiLayer{layers: layers, nbr: make([][][]int32, layers), alias: make([][]*sampling.Alias, layers), up: make([][]float64, layers)}
+	ml := &multiLayer{layers: layers, nbr: make([][][]int32, layers), alias: make([][]*alias.Table, layers), up: make([][]float64, layers)}
 	var ws, wrel []float64
 	for k := range layers {
 		// Mean edge weight of layer k, each undirected edge once.
@@ -341,7 +341,7 @@ func buildLayers(p *pairGraph, dist [][]float64, layers int) *multiLayer {
 		}
 		mean := sum / float64(cnt)
 		ml.nbr[k] = make([][]int32, n)
-		ml.alias[k] = make([]*sampling.Alias, n)
+		ml.alias[k] = make([]*alias.Table, n)
 		ml.up[k] = make([]float64, n)
 		for u := range n {
 			var vs []int32
@@ -367,7 +367,7 @@ func buildLayers(p *pairGraph, dist [][]float64, layers int) *multiLayer {
 				wrel = append(wrel, math.Exp(-(f - fmin)))
 			}
 			ml.nbr[k][u] = vs
-			ml.alias[k][u] = sampling.NewAlias(wrel)
+			ml.alias[k][u] = alias.New(wrel)
 			ml.up[k][u] = math.Log(float64(gamma) + math.E)
 		}
 	}

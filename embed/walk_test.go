@@ -9,9 +9,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/dplp/dplp/embed/alias"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/randx"
-	"github.com/dplp/dplp/sampling"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -66,7 +66,7 @@ func TestAliasMatchesWeights(t *testing.T) {
 	}
 	for ci, w := range cases {
 		t.Run(fmt.Sprint(ci), func(t *testing.T) {
-			a := sampling.NewAlias(w)
+			a := alias.New(w)
 			if a.Len() != len(w) {
 				t.Fatalf("Len %d, want %d", a.Len(), len(w))
 			}

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/dplp/dplp/graph"
-	"github.com/dplp/dplp/metrics"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/ranking"
 	"github.com/dplp/dplp/score"
 )
 
@@ -100,9 +100,9 @@ func EvalLP(ctx context.Context, g *graph.Graph, s Spec, holdout float64, seeds 
 		for j, e := range negs {
 			neg[j] = scoreOf(e)
 		}
-		res.PerSeed = append(res.PerSeed, metrics.ROCAUC(pos, neg))
+		res.PerSeed = append(res.PerSeed, ranking.ROCAUC(pos, neg))
 	}
-	res.ROCAUCMean, res.ROCAUCCI95 = metrics.MeanCI(res.PerSeed)
+	res.ROCAUCMean, res.ROCAUCCI95 = ranking.MeanCI(res.PerSeed)
 	res.Seconds = time.Since(start).Seconds()
 	return res, nil
 }

@@ -61,7 +61,7 @@ const (
 	// strictly increasing f this equals the base score's AUC at every epoch,
 	// so it only discriminates for dplp-pub.
 	SelectClean Selection = "clean"
-	// SelectTopK: mean AUC@K (the paper's metric, metrics.Evaluate) of the
+	// SelectTopK: mean AUC@K (the paper's metric, ranking.Evaluate) of the
 	// list the mechanism releases from each held-out query's positives and
 	// negatives, K = Config.SelectK, with one fixed Gumbel draw per
 	// candidate reused every epoch. The default for dplp-pub.

@@ -8,7 +8,7 @@ import (
 	"slices"
 
 	"github.com/dplp/dplp/internal/par"
-	"github.com/dplp/dplp/metrics"
+	"github.com/dplp/dplp/ranking"
 	"github.com/dplp/dplp/transform"
 )
 
@@ -87,7 +87,7 @@ func newEvaluator(qs []prepQuery, cfg Config, seed uint64) *evaluator {
 
 // run returns, over held-out queries that have both positives and
 // negatives, the mean full-list AUC of the noisy and of the noise-free
-// utility, and the mean AUC@K (metrics.Evaluate, K = Config.SelectK) of
+// utility, and the mean AUC@K (ranking.Evaluate, K = Config.SelectK) of
 // the list the mechanism releases from the query's candidates (its
 // positives and negatives) with the fixed noise draw. For dplp-pub every
 // comparison is lexicographic: the public x first, then the utility, as
@@ -202,7 +202,7 @@ type cands struct {
 }
 
 // aucAtK releases the top k of the query's candidates by (public x if lex,
-// key) and returns its AUC@K (metrics.Evaluate).
+// key) and returns its AUC@K (ranking.Evaluate).
 func (c *cands) aucAtK(q *prepQuery, kp, kn []float64, lex bool, k int) float64 {
 	P := len(kp)
 	c.idx = c.idx[:0]
@@ -237,7 +237,7 @@ func (c *cands) aucAtK(q *prepQuery, kp, kn []float64, lex bool, k int) float64 
 	for _, i := range c.idx[:min(k, len(c.idx))] {
 		c.rel = append(c.rel, int(i) < P)
 	}
-	return metrics.Evaluate(c.rel, P, k).AUC
+	return ranking.Evaluate(c.rel, P, k).AUC
 }
 
 func tableValues(t *transform.Table, xs, buf []float64) []float64 {

@@ -30,9 +30,9 @@ import (
 	"sync/atomic"
 
 	"github.com/dplp/dplp/embed"
+	"github.com/dplp/dplp/embed/alias"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/par"
-	"github.com/dplp/dplp/sampling"
 )
 
 // Order selects which proximities are trained.
@@ -152,10 +152,10 @@ type model struct {
 
 // sampler draws arcs (u, v) and negative targets.
 type sampler struct {
-	arcs  *sampling.Alias // over arc indices into g.Adj
-	src   []int32         // source node of each arc
-	adj   []int32         // target node of each arc (g.Adj)
-	noise *sampling.Alias // over nodes, weight degree^0.75
+	arcs  *alias.Table // over arc indices into g.Adj
+	src   []int32      // source node of each arc
+	adj   []int32      // target node of each arc (g.Adj)
+	noise *alias.Table // over nodes, weight degree^0.75
 }
 
 // newSampler builds the samplers. arcW (length len(g.Adj), may be nil for
@@ -181,7 +181,7 @@ func newSampler(g *graph.Graph, arcW []float64) *sampler {
 	for u := range deg {
 		deg[u] = math.Pow(deg[u], 0.75)
 	}
-	return &sampler{arcs: sampling.NewAlias(w), src: src, adj: g.Adj, noise: sampling.NewAlias(deg)}
+	return &sampler{arcs: alias.New(w), src: src, adj: g.Adj, noise: alias.New(deg)}
 }
 
 func train(ctx context.Context, g *graph.Graph, arcW []float64, cfg Config, rng *rand.Rand, progress func(done, total int)) (*embed.Embedding, error) {

@@ -12,7 +12,7 @@ import (
 	"slices"
 
 	"github.com/dplp/dplp/graph"
-	"github.com/dplp/dplp/metrics"
+	"github.com/dplp/dplp/ranking"
 )
 
 // ReadEdgeList reads an edge list with the project's parser.
@@ -120,7 +120,7 @@ func HoldOut(g *graph.Graph, frac float64, rng *rand.Rand) (*Split, error) {
 }
 
 // AUC is the ROC-AUC of scores (Mann-Whitney, ties counted one half).
-func AUC(pos, neg []float64) float64 { return metrics.ROCAUC(pos, neg) }
+func AUC(pos, neg []float64) float64 { return ranking.ROCAUC(pos, neg) }
 
 // ScoreAUC scores the split's test pairs with score and returns the ROC-AUC.
 func (s *Split) ScoreAUC(score func(u, v int32) float64) float64 {

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/dplp/dplp/metrics"
+	"github.com/dplp/dplp/ranking"
 )
 
 // TrainQuery is one training query for Fit: explicit candidates with
@@ -149,7 +149,7 @@ func Fit(qs []TrainQuery, eps float64, k int, g Grid, reps int, rng *rand.Rand) 
 		for _, i := range idx {
 			rel = append(rel, q.Label[i])
 		}
-		return metrics.Evaluate(rel, pos, k).AUC
+		return ranking.Evaluate(rel, pos, k).AUC
 	}
 	for qi := range qs {
 		q := &qs[qi]

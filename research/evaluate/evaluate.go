@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 
 	"github.com/dplp/dplp/calib"
-	"github.com/dplp/dplp/metrics"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/ranking"
 	"github.com/dplp/dplp/release"
 	"github.com/dplp/dplp/research/protocol"
 	"github.com/dplp/dplp/score"
@@ -57,7 +57,7 @@ func TrainingDataFrom(s *protocol.Split, sc *score.Scorer, heldOutEvery int, pub
 
 // Result is the outcome of one method on one split.
 type Result struct {
-	Mean    metrics.TopK // averaged over queries
+	Mean    ranking.TopK // averaged over queries
 	Queries int
 	// ROCAUC is the mean full-list ROC-AUC of the (noise-free) utility over
 	// queries with both labels; meaningful for non-private rankings.
@@ -77,7 +77,7 @@ type Result struct {
 
 // Run releases a top-k list for every evaluation query of the split under
 // cfg, scoring candidates on split.Test with split.Prot, and averages the
-// metrics. Noise for query i is drawn from randx.Derive(seed, i), so results
+// ranking. Noise for query i is drawn from randx.Derive(seed, i), so results
 // do not depend on scheduling.
 func Run(s *protocol.Split, cfg calib.Config, k int, seed uint64) (Result, error) {
 	sc, err := score.New(s.Test, s.Prot, cfg.Kind)
@@ -112,7 +112,7 @@ func RunScorer(s *protocol.Split, sc *score.Scorer, cfg calib.Config, k int, see
 	accs := make([]acc, nw)
 	// Per-query results, summed in query order afterwards so that the
 	// floating-point total does not depend on scheduling.
-	perQ := make([]metrics.TopK, len(s.Queries))
+	perQ := make([]ranking.TopK, len(s.Queries))
 	rocQ := make([]float64, len(s.Queries))
 	zeroQ := make([]bool, len(s.Queries))
 	costQ := make([]float64, len(s.Queries))
@@ -157,8 +157,8 @@ func RunScorer(s *protocol.Split, sc *score.Scorer, cfg calib.Config, k int, see
 		for _, v := range out.IDs {
 			a.rel = append(a.rel, s.Label(i, v))
 		}
-		perQ[i] = metrics.Evaluate(a.rel, len(s.TestPos[i]), k)
-		rocQ[i] = metrics.ROCAUC(a.pos, a.neg)
+		perQ[i] = ranking.Evaluate(a.rel, len(s.TestPos[i]), k)
+		rocQ[i] = ranking.ROCAUC(a.pos, a.neg)
 	})
 	if err != nil {
 		return Result{}, err

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dplp/dplp/metrics"
+	"github.com/dplp/dplp/ranking"
 )
 
 // epsSpentTable renders, under a summary table, the mean protected-pair
@@ -33,7 +33,7 @@ func epsSpentTable(p *plan, rows []Row, prot, cal string, eps float64, budget st
 				if len(v) == 0 {
 					continue
 				}
-				mean, _ := metrics.MeanCI(v)
+				mean, _ := ranking.MeanCI(v)
 				parts = append(parts, fmt.Sprintf("%s %.3g", m.name, mean))
 			}
 			if len(parts) > 0 {

@@ -11,9 +11,9 @@ import (
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/mech/list"
-	"github.com/dplp/dplp/metrics"
 	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/ranking"
 	"github.com/dplp/dplp/research/evaluate"
 	"github.com/dplp/dplp/research/protocol"
 	"github.com/dplp/dplp/score"
@@ -414,7 +414,7 @@ func deref(x *float64) float64 {
 
 // listResult is evalList's outcome.
 type listResult struct {
-	mean    metrics.TopK
+	mean    ranking.TopK
 	queries int
 	zero    int     // lists released at cost 0
 	cost    float64 // mean charged eps per list
@@ -469,7 +469,7 @@ func evalList(s *protocol.Split, sc, ev *score.Scorer, unit privunit.Unit, eps f
 		rel   []bool
 	}
 	accs := make([]acc, nw)
-	perQ := make([]metrics.TopK, len(s.Queries))
+	perQ := make([]ranking.TopK, len(s.Queries))
 	costQ := make([]float64, len(s.Queries))
 	idx := make(map[int32]int, len(s.Queries))
 	for i, q := range s.Queries {
@@ -504,7 +504,7 @@ func evalList(s *protocol.Split, sc, ev *score.Scorer, unit privunit.Unit, eps f
 		for _, id := range out.IDs {
 			a.rel = append(a.rel, s.Label(i, a.cands[id]))
 		}
-		perQ[i] = metrics.Evaluate(a.rel, len(s.TestPos[i]), k)
+		perQ[i] = ranking.Evaluate(a.rel, len(s.TestPos[i]), k)
 		costQ[i] = out.Cost
 	})
 	if err == nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/internal/atomicfile"
 	"github.com/dplp/dplp/mech/list"
-	"github.com/dplp/dplp/metrics"
+	"github.com/dplp/dplp/ranking"
 	"github.com/dplp/dplp/research/plot"
 	"github.com/dplp/dplp/research/protocol"
 )
@@ -50,14 +50,14 @@ type Row struct {
 	Result
 }
 
-// Result is what one cell measured. Beyond the metrics of metrics.TopK and
+// Result is what one cell measured. Beyond the metrics of ranking.TopK and
 // the query count: the mean full-list ROC-AUC of the noise-free utility
 // (null when no query has both labels), the number of queries released
 // without noise (Delta = 0, or a(u) = 0 under the reference calibration),
 // the evaluation's wall time, and for DPLP-family methods the training time
 // and held-out AUC of the trained transform.
 type Result struct {
-	metrics.TopK
+	ranking.TopK
 	Queries      int      `json:"queries"`
 	ROCAUC       *float64 `json:"roc_auc"`
 	ZeroNoise    int      `json:"zero_noise_queries"`
@@ -260,7 +260,7 @@ func aggregate(rows []Row) map[aggKey]stat {
 	}
 	out := make(map[aggKey]stat, len(vals))
 	for k, v := range vals {
-		m, ci := metrics.MeanCI(v)
+		m, ci := ranking.MeanCI(v)
 		out[k] = stat{m, ci, len(v)}
 	}
 	return out

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/dplp/dplp/calib"
-	"github.com/dplp/dplp/metrics"
+	"github.com/dplp/dplp/ranking"
 	"github.com/dplp/dplp/research/protocol"
 	"github.com/dplp/dplp/research/refdplp"
 	"github.com/dplp/dplp/score"
@@ -188,7 +188,7 @@ func epsEffList(p *plan, rows []Row, prot, cal string, eps float64, budget strin
 				if a == nil {
 					continue
 				}
-				mean, _ := metrics.MeanCI(a.med)
+				mean, _ := ranking.MeanCI(a.med)
 				parts = append(parts, fmt.Sprintf("%s median %.3g, max %.3g", m.name, mean, a.max))
 			}
 			if len(parts) > 0 {

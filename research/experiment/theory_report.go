@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dplp/dplp/metrics"
+	"github.com/dplp/dplp/ranking"
 	"github.com/dplp/dplp/research/plot"
 	"github.com/dplp/dplp/score"
 )
@@ -49,7 +49,7 @@ func theoryStats(rows []TheoryRow) map[theoryAgg]map[string]tstat {
 	for a, m := range vals {
 		o := map[string]tstat{}
 		for name, xs := range m {
-			mean, ci := metrics.MeanCI(xs)
+			mean, ci := ranking.MeanCI(xs)
 			o[name] = tstat{mean, ci, len(xs)}
 		}
 		out[a] = o

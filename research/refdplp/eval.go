@@ -7,7 +7,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/dplp/dplp/metrics"
+	"github.com/dplp/dplp/ranking"
 )
 
 // EvalQuery is one query's test candidates: normalised scores, node ids
@@ -35,7 +35,7 @@ type Models struct {
 
 // Result is one evaluation of a method.
 type Result struct {
-	Mean      metrics.TopK // averaged over queries
+	Mean      ranking.TopK // averaged over queries
 	Queries   int
 	ZeroNoise int // queries released without noise (a(q) = 0)
 	// Multiplier is what the authors multiply their Gumbel noise G / e by:
@@ -154,7 +154,7 @@ func (r *releaser) sensitivity(uniq, util []float64, delta, xMax float64, feat [
 }
 
 // Evaluate releases the top-k list of every query with method's noise (the
-// evaluation draw) and scores it with metrics.Evaluate; it also audits each
+// evaluation draw) and scores it with ranking.Evaluate; it also audits each
 // query with noise (see Audit).
 //
 // Audit: for a query with noise, the released utility is u(s) plus noise
@@ -179,7 +179,7 @@ func Evaluate(ctx context.Context, method Method, qs []EvalQuery, mod Models, k 
 	if err != nil {
 		return Result{}, err
 	}
-	per := make([]metrics.TopK, len(qs))
+	per := make([]ranking.TopK, len(qs))
 	roc := make([]float64, len(qs))
 	eff := make([]float64, len(qs))
 	sc := cfg.scale()
@@ -223,8 +223,8 @@ func Evaluate(ctx context.Context, method Method, qs []EvalQuery, mod Models, k 
 		for p := range rel {
 			rel[p] = cs[p].pos
 		}
-		per[i] = metrics.Evaluate(rel, q.NPos, k)
-		roc[i] = metrics.ROCAUC(pos, neg)
+		per[i] = ranking.Evaluate(rel, q.NPos, k)
+		roc[i] = ranking.ROCAUC(pos, neg)
 		eff[i] = math.NaN()
 		if q.Noisy {
 			d := r.sensitivity(uniq, util, q.Delta, q.XMax, feat)

@@ -33,7 +33,7 @@
 //     one for evaluation (noise columns as the authors': Lin 20..189, DPLP
 //     20 in training and 21 in evaluation, DPLP-UMNN 90);
 //   - evaluation (§6): the top K of the noisy utilities of each query's test
-//     candidates, scored with metrics.Evaluate (AUC@K the authors' way).
+//     candidates, scored with ranking.Evaluate (AUC@K the authors' way).
 //
 // Differences: float64 arithmetic where the authors use float32; our
 // random generator (a counter-based hash per (seed, query, candidate,

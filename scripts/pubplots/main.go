@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/dplp/dplp/metrics"
+	"github.com/dplp/dplp/ranking"
 	"github.com/dplp/dplp/research/experiment"
 	"github.com/dplp/dplp/research/plot"
 )
@@ -78,7 +78,7 @@ func draw(rows []experiment.Row, sweep, out string) error {
 					var n int
 					for _, x := range xs {
 						if v := vals[key{ds, sc, m, x}]; len(v) > 0 {
-							mu, _ := metrics.MeanCI(v)
+							mu, _ := ranking.MeanCI(v)
 							s += mu
 							n++
 						}
@@ -103,7 +103,7 @@ func draw(rows []experiment.Row, sweep, out string) error {
 						if len(v) == 0 {
 							continue
 						}
-						mu, h := metrics.MeanCI(v)
+						mu, h := ranking.MeanCI(v)
 						s.X, s.Y, s.Err = append(s.X, x), append(s.Y, mu), append(s.Err, h)
 					}
 					if len(s.X) > 0 {

@@ -1,19 +1,20 @@
-// Package sampling has discrete samplers shared by the embedding methods.
-package sampling
+// Package alias is Walker's alias table, the discrete sampler shared by
+// the embedding methods (random walks, negative sampling, edge sampling).
+package alias
 
 import "math/rand/v2"
 
-// Alias is Walker's alias table: O(n) construction, O(1) draws from a
+// Table is Walker's alias table: O(n) construction, O(1) draws from a
 // discrete distribution proportional to non-negative weights.
-type Alias struct {
+type Table struct {
 	prob  []float64
 	alias []int32
 }
 
-// NewAlias builds a table for weights (not all zero, none negative).
-func NewAlias(weights []float64) *Alias {
+// New builds a table for weights (not all zero, none negative).
+func New(weights []float64) *Table {
 	n := len(weights)
-	a := &Alias{prob: make([]float64, n), alias: make([]int32, n)}
+	a := &Table{prob: make([]float64, n), alias: make([]int32, n)}
 	var sum float64
 	for _, w := range weights {
 		sum += w
@@ -50,10 +51,10 @@ func NewAlias(weights []float64) *Alias {
 }
 
 // Len is the number of outcomes.
-func (a *Alias) Len() int { return len(a.prob) }
+func (a *Table) Len() int { return len(a.prob) }
 
 // Sample draws an outcome index.
-func (a *Alias) Sample(r *rand.Rand) int {
+func (a *Table) Sample(r *rand.Rand) int {
 	i := r.IntN(len(a.prob))
 	if r.Float64() < a.prob[i] {
 		return i

@@ -1,4 +1,4 @@
-package sampling
+package alias
 
 import (
 	"testing"
@@ -17,7 +17,7 @@ func TestAliasMatchesWeights(t *testing.T) {
 	}
 	r := randx.Seeded(1)
 	for _, w := range cases {
-		a := NewAlias(w)
+		a := New(w)
 		if a.Len() != len(w) {
 			t.Fatalf("len %d want %d", a.Len(), len(w))
 		}

@@ -1,8 +1,8 @@
-// Package metrics scores released rankings against held-out labels: the
+// Package ranking scores released rankings against held-out labels: the
 // paper's AUC@K with the authors' exact semantics, the usual top-K
 // information-retrieval metrics, full-list ROC-AUC, and mean with a 95%
 // confidence interval for aggregating over seeds.
-package metrics
+package ranking
 
 import (
 	"math"
