@@ -90,6 +90,15 @@ func openSQLite(ctx context.Context, path string, opt SQLiteOptions, upto int, o
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, fmt.Errorf("ledger: sqlite %s: creating its directory: %w", path, err)
 		}
+		// Create the file 0600 before SQLite does (it would use 0644):
+		// SQLite gives the -wal and -shm files the database file's mode.
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("ledger: sqlite %s: creating it: %w", path, err)
+		}
+		if err == nil {
+			f.Close()
+		}
 	}
 	// cache_size: 64 MiB of page cache per connection (SQLite's default is
 	// 2 MiB): batch charges insert into three indexes keyed by user, in no

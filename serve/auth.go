@@ -22,10 +22,22 @@ import (
 // crypto/subtle.ConstantTimeCompare. Issuing a new token for a user
 // replaces the old one; revoking deletes it.
 //
-// The admin token is configured (Config.AdminToken, the file named by
-// --admin-token-file); it is kept in memory only as its SHA-256 hash.
+// The admin token is configured (Config.AdminToken, or the file named by
+// Config.AdminTokenFile / --admin-token-file, re-read by reloads); it is
+// kept in memory only as its SHA-256 hash (and the previous one's during a
+// rotation's grace period).
+//
+// Memory. Authenticating an unknown token must not cost memory: a claimed
+// label is looked up (and its answer cached) only when it is at most
+// MaxLabelBytes long and a node of the served graph, so the token cache
+// holds at most one entry per node, within its byte budget
+// (Config.TokenCacheBytes), each for at most the cache TTL.
 
 const secretBytes = 32
+
+// MaxLabelBytes is the longest user label the service issues tokens for
+// and authenticates.
+const MaxLabelBytes = 1024
 
 var b64 = base64.RawURLEncoding
 
@@ -43,7 +55,7 @@ func newToken(user string) (string, []byte, error) {
 // tokenUser returns the user a token claims to belong to.
 func tokenUser(tok string) (string, bool) {
 	id, secret, ok := strings.Cut(tok, ".")
-	if !ok || id == "" || len(secret) != b64.EncodedLen(secretBytes) {
+	if !ok || id == "" || len(id) > b64.EncodedLen(MaxLabelBytes) || len(secret) != b64.EncodedLen(secretBytes) {
 		return "", false
 	}
 	if _, err := b64.DecodeString(secret); err != nil {
@@ -66,16 +78,17 @@ func bearer(r *http.Request) string {
 	return strings.TrimSpace(tok)
 }
 
-func (s *Server) isAdmin(tok string) bool {
-	h := sha256.Sum256([]byte(tok))
-	return subtle.ConstantTimeCompare(h[:], s.adminHash[:]) == 1
-}
-
 // userOf authenticates a user token: the user it belongs to, or "" when it
-// is malformed, unknown or revoked. err is a store failure.
+// is malformed, unknown or revoked. err is a store failure. Only tokens
+// claiming a node of the served graph reach the store (and the cache).
 func (s *Server) userOf(ctx context.Context, tok string) (string, error) {
 	u, ok := tokenUser(tok)
 	if !ok {
+		return "", nil
+	}
+	if st := s.state.Load(); st == nil {
+		return "", nil
+	} else if _, node := st.g.ID(u); !node {
 		return "", nil
 	}
 	stored, found, err := s.store.TokenHash(ctx, u)
@@ -97,11 +110,31 @@ var (
 	errOtherUser    = problem(http.StatusForbidden, TypeForbidden, "a token gives access to its own user's resources only")
 )
 
+// authFailed counts a failed authentication (401) against r's client
+// address and returns p.
+func (s *Server) authFailed(r *http.Request, p *Problem) *Problem {
+	s.failLim.take(infoOf(r).client, s.now())
+	return p
+}
+
+// authBlocked is the 429 for a client address past its failed
+// authentication limit (nil when it is not).
+func (s *Server) authBlocked(r *http.Request) *Problem {
+	if ok, wait := s.failLim.check(infoOf(r).client, s.now()); !ok {
+		s.met.rateLimited.WithLabelValues("auth_failures").Inc()
+		return tooMany("too many failed authentications from this address", wait)
+	}
+	return nil
+}
+
 // authAdmin checks that r carries the admin token.
 func (s *Server) authAdmin(r *http.Request) *Problem {
+	if p := s.authBlocked(r); p != nil {
+		return p
+	}
 	tok := bearer(r)
 	if tok == "" {
-		return errNoToken
+		return s.authFailed(r, errNoToken)
 	}
 	if s.isAdmin(tok) {
 		return nil
@@ -113,14 +146,18 @@ func (s *Server) authAdmin(r *http.Request) *Problem {
 	if u != "" {
 		return errAdminOnly
 	}
-	return errBadToken
+	return s.authFailed(r, errBadToken)
 }
 
-// authUser checks that r carries the token of user label.
+// authUser checks that r carries the token of user label, then takes one
+// request from the user's rate limit.
 func (s *Server) authUser(r *http.Request, label string) *Problem {
+	if p := s.authBlocked(r); p != nil {
+		return p
+	}
 	tok := bearer(r)
 	if tok == "" {
-		return errNoToken
+		return s.authFailed(r, errNoToken)
 	}
 	u, err := s.userOf(r.Context(), tok)
 	if err != nil {
@@ -128,11 +165,15 @@ func (s *Server) authUser(r *http.Request, label string) *Problem {
 	}
 	switch {
 	case u == label:
+		if ok, wait := s.userLim.take(u, s.now()); !ok {
+			s.met.rateLimited.WithLabelValues("user").Inc()
+			return tooMany("too many requests with this token", wait)
+		}
 		return nil
 	case u != "":
 		return errOtherUser
 	case s.isAdmin(tok):
 		return errAdminNotUser
 	}
-	return errBadToken
+	return s.authFailed(r, errBadToken)
 }

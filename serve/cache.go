@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"container/list"
 	"context"
 	"fmt"
 	"sync"
@@ -38,7 +39,7 @@ type cacheStore struct {
 	mu     sync.RWMutex
 	tokGen uint64 // bumped by PutToken and RevokeToken
 	spGen  uint64 // bumped by every ChargeBatch
-	tokens map[string]cached[[]byte]
+	tokens *tokenLRU
 	latest map[latestKey]cached[ledger.Release]
 	spend  map[string]cached[ledger.Spend]
 }
@@ -54,8 +55,10 @@ type latestKey struct {
 	prov        ledger.Provenance
 }
 
-func newCacheStore(s ledger.Store, ttl time.Duration, maxEntries int) *cacheStore {
-	return &cacheStore{Store: s, ttl: ttl, max: maxEntries, tokens: map[string]cached[[]byte]{},
+// newCacheStore caches s's reads for ttl: at most maxEntries lists and
+// budgets, and token hashes in at most tokenBytes bytes.
+func newCacheStore(s ledger.Store, ttl time.Duration, maxEntries int, tokenBytes int64) *cacheStore {
+	return &cacheStore{Store: s, ttl: ttl, max: maxEntries, tokens: newTokenLRU(tokenBytes),
 		latest: map[latestKey]cached[ledger.Release]{}, spend: map[string]cached[ledger.Spend]{}}
 }
 
@@ -94,8 +97,15 @@ func get[K comparable, T any](c *cacheStore, m map[K]cached[T], k K) (T, bool) {
 	return e.v, true
 }
 
+// TokenHash is the store's TokenHash through the cache. Callers look up
+// nodes of the served graph only (userOf): a negative entry ("no token")
+// is cached too, so the entries are bounded by the nodes, and their bytes
+// by the cache's budget.
 func (c *cacheStore) TokenHash(ctx context.Context, user string) ([]byte, bool, error) {
-	if h, ok := get(c, c.tokens, user); ok {
+	c.mu.Lock()
+	h, ok := c.tokens.get(user, time.Now())
+	c.mu.Unlock()
+	if ok {
 		return h, h != nil, nil
 	}
 	c.mu.RLock()
@@ -109,10 +119,11 @@ func (c *cacheStore) TokenHash(ctx context.Context, user string) ([]byte, bool, 
 	switch {
 	case gen != c.tokGen:
 		// A token changed meanwhile: this read may predate it.
+	case c.ttl <= 0:
 	case found:
-		put(c, c.tokens, user, h)
+		c.tokens.put(user, h, time.Now().Add(c.ttl))
 	default:
-		put(c, c.tokens, user, []byte(nil)) // negative entry: no token
+		c.tokens.put(user, nil, time.Now().Add(c.ttl)) // negative entry: no token
 	}
 	c.mu.Unlock()
 	return h, found, nil
@@ -122,7 +133,7 @@ func (c *cacheStore) TokenHash(ctx context.Context, user string) ([]byte, bool, 
 func (c *cacheStore) forgetToken(user string) {
 	c.mu.Lock()
 	c.tokGen++
-	delete(c.tokens, user)
+	c.tokens.remove(user)
 	c.mu.Unlock()
 }
 
@@ -262,3 +273,71 @@ func (c *cacheStore) ChargeBatch(ctx context.Context, rs []ledger.Release, cp le
 	}
 	return res, nil
 }
+
+// tokenLRU holds token hashes (nil: the user has no token) by user, least
+// recently used first out, within a byte budget; entries expire.
+type tokenLRU struct {
+	maxBytes, bytes int64
+	ll              *list.List // front: most recently used
+	m               map[string]*list.Element
+}
+
+type tokenEntry struct {
+	user string
+	hash []byte
+	exp  time.Time
+}
+
+// tokenEntryOverhead approximates an entry's memory beyond its user and
+// hash bytes (map slot, list element, headers).
+const tokenEntryOverhead = 160
+
+func newTokenLRU(maxBytes int64) *tokenLRU {
+	return &tokenLRU{maxBytes: maxBytes, ll: list.New(), m: map[string]*list.Element{}}
+}
+
+func entryBytes(user string, hash []byte) int64 {
+	return int64(len(user)+len(hash)) + tokenEntryOverhead
+}
+
+func (l *tokenLRU) get(user string, now time.Time) ([]byte, bool) {
+	e, ok := l.m[user]
+	if !ok {
+		return nil, false
+	}
+	te := e.Value.(*tokenEntry)
+	if now.After(te.exp) {
+		l.removeElem(e)
+		return nil, false
+	}
+	l.ll.MoveToFront(e)
+	return te.hash, true
+}
+
+func (l *tokenLRU) put(user string, hash []byte, exp time.Time) {
+	l.remove(user)
+	n := entryBytes(user, hash)
+	if n > l.maxBytes {
+		return
+	}
+	for l.bytes+n > l.maxBytes {
+		l.removeElem(l.ll.Back())
+	}
+	l.m[user] = l.ll.PushFront(&tokenEntry{user: user, hash: hash, exp: exp})
+	l.bytes += n
+}
+
+func (l *tokenLRU) remove(user string) {
+	if e, ok := l.m[user]; ok {
+		l.removeElem(e)
+	}
+}
+
+func (l *tokenLRU) removeElem(e *list.Element) {
+	te := l.ll.Remove(e).(*tokenEntry)
+	delete(l.m, te.user)
+	l.bytes -= entryBytes(te.user, te.hash)
+}
+
+// len is the number of entries (tests).
+func (l *tokenLRU) len() int { return len(l.m) }

@@ -55,7 +55,7 @@ func TestCacheLatestBatch(t *testing.T) {
 	ctx := context.Background()
 	base, cs := countingSQLite(t)
 	const ttl = 20 * time.Millisecond
-	c := newCacheStore(cs, ttl, 100)
+	c := newCacheStore(cs, ttl, 100, 1<<20)
 	rel := func(u, item string) ledger.Release {
 		return ledger.Release{User: u, Model: "m", K: 1, EpsP: 0.5, Cost: 0.5, List: []string{item}, Influencers: []string{"w"}}
 	}
@@ -102,7 +102,7 @@ func TestCacheLatestBatch(t *testing.T) {
 func TestCacheBudgetFollowsCharges(t *testing.T) {
 	ctx := context.Background()
 	base, cs := countingSQLite(t)
-	c := newCacheStore(cs, time.Hour, 100)
+	c := newCacheStore(cs, time.Hour, 100, 1<<20)
 	if _, err := c.cachedBudget(ctx, "u"); err != nil { // caches zero totals
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestCacheBudgetFollowsCharges(t *testing.T) {
 func TestCacheKeepsProvenancesApart(t *testing.T) {
 	ctx := context.Background()
 	base, cs := countingSQLite(t)
-	c := newCacheStore(cs, time.Hour, 100)
+	c := newCacheStore(cs, time.Hour, 100, 1<<20)
 	rel := func(u, item string, seeded bool) ledger.Release {
 		return ledger.Release{User: u, Model: "m", K: 1, EpsP: 0.5, Cost: 0.5, List: []string{item}, Seeded: seeded}
 	}

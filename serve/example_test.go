@@ -48,12 +48,13 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	const admin = "example-admin-token-0123456789"
+	const admin = "example-admin-token-0123456789abcdef"
 	srv, err := serve.New(serve.Config{
 		GraphPath:     filepath.Join(dir, "graph.txt"),
 		ProtectedPath: filepath.Join(dir, "marks.txt"),
 		ModelPath:     filepath.Join(dir, "aa.model"),
 		StoreDSN:      "sqlite:" + filepath.Join(dir, "ledger.db"),
+		CreateStore:   true,
 		AdminToken:    admin,
 		UserBudget:    10,
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),

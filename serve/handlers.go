@@ -13,7 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/dplp/dplp/accountant"
 	"github.com/dplp/dplp/ledger"
 	"github.com/dplp/dplp/release"
 )
@@ -42,10 +44,12 @@ func (s *Server) routesInit() {
 	s.handle("PUT /v1/users/{label}/protected", s.putMarks)
 	s.handle("GET /healthz", s.healthz)
 	s.handle("GET /readyz", s.readyz)
-	s.handle("GET /metrics", func(w http.ResponseWriter, r *http.Request) *Problem {
-		s.met.handler.ServeHTTP(w, r)
-		return nil
-	})
+	if !s.cfg.SeparateMetrics {
+		s.handle("GET /metrics", func(w http.ResponseWriter, r *http.Request) *Problem {
+			s.met.handler.ServeHTTP(w, r)
+			return nil
+		})
+	}
 	s.handle("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) *Problem {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(openAPIDoc)))
@@ -187,6 +191,9 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) *Problem {
 		return invalidf(`"user" (a node label of the served graph) is required`)
 	}
 	u := *req.User
+	if len(u) > MaxLabelBytes {
+		return invalidf(`"user" is over %d bytes: the service does not issue tokens for such labels`, MaxLabelBytes)
+	}
 	if _, ok := s.state.Load().g.ID(u); !ok {
 		return problem(http.StatusNotFound, TypeNotFound, fmt.Sprintf("user %q is not a node of the served graph", u))
 	}
@@ -197,7 +204,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) *Problem {
 	if err := s.store.PutToken(r.Context(), u, hash); err != nil {
 		return s.internal(r, "storing the token", err)
 	}
-	s.log.Info("token issued", "user", u)
+	s.log.Info("token issued", "request_id", infoOf(r).id)
 	writeJSON(w, http.StatusCreated, createUserResponse{User: u, Token: tok,
 		Note: "shown once: only its SHA-256 hash is stored; issuing again replaces it"})
 	return nil
@@ -212,7 +219,8 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) *Problem {
 	}
 	u := r.PathValue("label")
 	if _, ok := s.state.Load().g.ID(u); !ok {
-		_, found, err := s.store.TokenHash(r.Context(), u)
+		// Not through the cache: it holds nodes only.
+		_, found, err := s.cache.Store.TokenHash(r.Context(), u)
 		if err != nil {
 			return s.internal(r, "token lookup", err)
 		}
@@ -223,7 +231,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) *Problem {
 	if err := s.store.RevokeToken(r.Context(), u); err != nil {
 		return s.internal(r, "revoking the token", err)
 	}
-	s.log.Info("token revoked", "user", u)
+	s.log.Info("token revoked", "request_id", infoOf(r).id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -277,7 +285,7 @@ func (s *Server) adminReload(w http.ResponseWriter, r *http.Request) *Problem {
 	if p := s.noBody(w, r); p != nil {
 		return p
 	}
-	if err := s.reload(context.WithoutCancel(r.Context()), "reload"); err != nil {
+	if err := s.reloadAll(context.WithoutCancel(r.Context()), "reload"); err != nil {
 		s.log.Error("reload failed; still serving the previous state", "err", err)
 		return problem(http.StatusUnprocessableEntity, TypeReloadFailed, err.Error()+" (the previous state is still served)")
 	}
@@ -353,6 +361,12 @@ func (s *Server) recs(w http.ResponseWriter, r *http.Request, fresh bool) *Probl
 		}
 	}
 	ctx := r.Context()
+	if p, err := s.precheck(ctx, rec, label, k, fresh, idemKey); err != nil {
+		return s.internal(r, "budget pre-check", err)
+	} else if p != nil {
+		return p
+	}
+	s.met.releaseCalls.Inc()
 	res, err := rec.Recommend(ctx, []string{label}, k, callOptions(fresh, idemKey)...)
 	var refused *release.RefusedError
 	switch {
@@ -388,7 +402,7 @@ func (s *Server) recs(w http.ResponseWriter, r *http.Request, fresh bool) *Probl
 	sp, err := s.cache.cachedBudget(ctx, label)
 	if err != nil {
 		// The list is released and charged: still return it.
-		s.log.Error("budget lookup after a release failed", "user", label, "err", err)
+		s.log.Error("budget lookup after a release failed", "request_id", infoOf(r).id, "err", err)
 		sp.Spent = math.NaN()
 	}
 	list := out.List
@@ -455,11 +469,10 @@ func (s *Server) getMarks(w http.ResponseWriter, r *http.Request) *Problem {
 	if _, p := query(r); p != nil {
 		return p
 	}
-	all, err := s.store.Marks(r.Context())
+	m, err := s.cache.Store.(ledger.UserMarker).UserMarks(r.Context(), label)
 	if err != nil {
 		return s.internal(r, "marks lookup", err)
 	}
-	m := all[label]
 	if m == nil {
 		m = []string{}
 	}
@@ -490,30 +503,39 @@ func (s *Server) putMarks(w http.ResponseWriter, r *http.Request) *Problem {
 	if _, ok := st.g.ID(label); !ok {
 		return problem(http.StatusNotFound, TypeNotFound, fmt.Sprintf("user %q is not a node of the served graph", label))
 	}
+	// Linear: one map lookup per label; the echo of unknown labels is
+	// capped (maxUnknownEcho labels, each cut to maxEchoBytes).
 	var unknown []string
+	nUnknown := 0
+	seenUnknown := map[string]bool{}
 	set := make(map[string]bool, len(marks))
 	for _, x := range marks {
 		if x == label {
 			return invalidf("a user cannot protect a pair with itself (%q)", x)
 		}
 		if _, ok := st.g.ID(x); !ok {
-			if !slices.Contains(unknown, x) {
-				unknown = append(unknown, x)
+			if !seenUnknown[x] {
+				seenUnknown[x] = true
+				nUnknown++
+				if len(unknown) < maxUnknownEcho {
+					unknown = append(unknown, truncLabel(x))
+				}
 			}
 			continue
 		}
 		set[x] = true
 	}
-	if len(unknown) > 0 {
-		show := unknown
-		if len(show) > 20 {
-			show = show[:20]
-		}
+	if nUnknown > 0 {
+		show := unknown[:min(len(unknown), 20)]
 		quoted := make([]string, len(show))
 		for i, u := range show {
 			quoted[i] = strconv.Quote(u)
 		}
-		p := invalidf("%d unknown label(s), not nodes of the served graph: %s", len(unknown), strings.Join(quoted, ", "))
+		more := ""
+		if nUnknown > len(show) {
+			more = fmt.Sprintf(" and %d more", nUnknown-len(show))
+		}
+		p := invalidf("%d unknown label(s), not nodes of the served graph: %s%s", nUnknown, strings.Join(quoted, ", "), more)
 		p.Unknown = unknown
 		return p
 	}
@@ -529,7 +551,7 @@ func (s *Server) putMarks(w http.ResponseWriter, r *http.Request) *Problem {
 	if err := s.applyMarks(ctx); err != nil {
 		return s.internal(r, "applying the marks (they are stored and will apply at the next reload or refresh)", err)
 	}
-	s.log.Info("marks set", "user", label, "count", len(clean))
+	s.log.Info("marks set", "request_id", infoOf(r).id, "count", len(clean))
 	writeJSON(w, http.StatusOK, marksResponse{User: label, Protected: clean, Note: marksNote})
 	return nil
 }
@@ -560,4 +582,57 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) *Problem {
 	// (GET /v1/admin/state).
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	return nil
+}
+
+// The echo of unknown labels in a marks problem: at most maxUnknownEcho
+// labels (the "unknown" member), each cut to maxEchoBytes.
+const (
+	maxUnknownEcho = 100
+	maxEchoBytes   = 256
+)
+
+// truncLabel cuts l to maxEchoBytes (at a UTF-8 boundary), marking the cut.
+func truncLabel(l string) string {
+	if len(l) <= maxEchoBytes {
+		return l
+	}
+	n := maxEchoBytes
+	for n > 0 && !utf8.RuneStart(l[n]) {
+		n--
+	}
+	return l[:n] + "..."
+}
+
+// precheck refuses, before any sampling or ledger transaction, a request
+// that would release a fresh list the user cannot pay for: a POST, or a
+// GET with no list to re-serve, when the user's spend (cached: it only
+// grows, so a stale value never refuses wrongly) plus the charge of K
+// random picks (the most a list of K costs) exceeds the cap. The decision
+// depends on the spend, K, eps_p and the cap only, never on the sampled
+// list or the private graph; the charging transaction stays the authority.
+// A POST with an Idempotency-Key is not pre-checked: a retry of a request
+// already charged must get its list, and the store alone knows the keys.
+func (s *Server) precheck(ctx context.Context, rec *release.Recommender, label string, k int, fresh bool, idemKey string) (*Problem, error) {
+	if fresh && idemKey != "" {
+		return nil, nil
+	}
+	if !fresh {
+		if _, found, err := s.cache.Latest(ctx, label, rec.ModelID(), k, rec.Provenance()); err != nil || found {
+			return nil, err
+		}
+	}
+	c := accountant.PerPick(rec.EpsP(), k)
+	sp, err := s.cache.cachedBudget(ctx, label)
+	if err != nil {
+		return nil, err
+	}
+	if sp.Spent+c.Eps <= s.cap.Eps && sp.Rho+c.Rho <= s.cap.Rho {
+		return nil, nil
+	}
+	s.met.refusals.Inc()
+	s.met.earlyRefusals.Inc()
+	pr := problem(BudgetExhaustedStatus, TypeBudgetExhausted, fmt.Sprintf("a fresh list of %d costs up to eps %g; user %q has spent %g of a cap of %g (budgets never replenish)", k, c.Eps, label, sp.Spent, s.cap.Eps))
+	spent, cost, cp := sp.Spent, c.Eps, s.cap.Eps
+	pr.Spent, pr.Cost, pr.Cap = &spent, &cost, &cp
+	return pr, nil
 }

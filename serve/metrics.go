@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dplp/dplp/internal/buildinfo"
 	"github.com/dplp/dplp/ledger"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -24,7 +25,13 @@ type metrics struct {
 	storeLatency *prometheus.HistogramVec
 	groupSize    prometheus.Histogram
 	reloads      *prometheus.CounterVec
-	handler      http.Handler
+	// earlyRefusals counts the refusals decided before sampling (also in
+	// refusals); releaseCalls the calls into the release path (each samples
+	// a list unless it re-serves one).
+	earlyRefusals prometheus.Counter
+	releaseCalls  prometheus.Counter
+	rateLimited   *prometheus.CounterVec
+	handler       http.Handler
 }
 
 var latencyBuckets = []float64{.0001, .00025, .0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 10}
@@ -56,8 +63,26 @@ func newMetrics() *metrics {
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dplp_state_reloads_total", Help: "Rebuilds of the serving state by reason (start, reload, marks, refresh) and result.",
 	}, []string{"reason", "result"})
+	m.earlyRefusals = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dplp_budget_refusals_before_sampling_total", Help: "Budget refusals decided from the cached spend before any sampling or ledger transaction (also counted in dplp_budget_refusals_total).",
+	})
+	m.releaseCalls = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "dplp_release_calls_total", Help: "List requests that reached the release path (which samples a list unless it re-serves one).",
+	})
+	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dplp_rate_limited_total", Help: "Requests answered 429 by limit (address, user, auth_failures).",
+	}, []string{"limit"})
+	in := buildinfo.Get()
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dplp_build_info", Help: "The running build: always 1, with the version, VCS revision and Go version as labels.",
+	}, []string{"version", "revision", "go_version"})
+	build.WithLabelValues(in.Version, in.Revision, in.GoVersion).Set(1)
 	m.reg.MustRegister(m.requests, m.latency, m.releases, m.epsCharged, m.refusals, m.storeLatency, m.groupSize, m.reloads,
+		m.earlyRefusals, m.releaseCalls, m.rateLimited, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, l := range []string{"address", "user", "auth_failures"} {
+		m.rateLimited.WithLabelValues(l)
+	}
 	m.releases.WithLabelValues("fresh")
 	m.releases.WithLabelValues("reserved")
 	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
@@ -141,6 +166,13 @@ func (s *timedStore) SetMarks(ctx context.Context, user string, marks []string) 
 func (s *timedStore) Marks(ctx context.Context) (map[string][]string, error) {
 	defer since(s.marks, time.Now())
 	return s.Store.Marks(ctx)
+}
+
+// UserMarks reads one user's marks (ledger.UserMarks: one indexed lookup
+// on the stores dplp opens).
+func (s *timedStore) UserMarks(ctx context.Context, user string) ([]string, error) {
+	defer since(s.marks, time.Now())
+	return ledger.UserMarks(ctx, s.Store, user)
 }
 
 func (s *timedStore) SchemaVersion(ctx context.Context) (int, error) {

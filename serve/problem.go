@@ -18,6 +18,7 @@ const (
 	TypeBudgetExhausted  = "budget-exhausted"     // 403: the user's privacy budget cannot pay for a fresh list
 	TypeIdemConflict     = "idempotency-conflict" // 409: Idempotency-Key reused for another request
 	TypeReloadFailed     = "reload-failed"        // 422: the configured files could not be loaded (old state kept)
+	TypeRateLimited      = "rate-limited"         // 429: too many requests (Retry-After says when to retry)
 	TypeUnavailable      = "unavailable"          // 503: not ready or shutting down
 	TypeInternal         = "internal-error"       // 500
 )
@@ -36,6 +37,7 @@ var problemTitles = map[string]string{
 	TypeBudgetExhausted:  "Privacy budget exhausted",
 	TypeIdemConflict:     "Idempotency key conflict",
 	TypeReloadFailed:     "Reload failed",
+	TypeRateLimited:      "Too many requests",
 	TypeUnavailable:      "Service unavailable",
 	TypeInternal:         "Internal server error",
 }
@@ -51,6 +53,8 @@ type Problem struct {
 	Spent   *float64 `json:"spent,omitempty"`   // budget-exhausted
 	Cost    *float64 `json:"cost,omitempty"`    // budget-exhausted: the cost asked for
 	Cap     *float64 `json:"cap,omitempty"`     // budget-exhausted
+	// retryAfter is the Retry-After header of a 429, in seconds.
+	retryAfter int
 }
 
 func (p *Problem) Error() string { return p.Type + ": " + p.Detail }
@@ -73,6 +77,9 @@ func writeProblem(w http.ResponseWriter, p *Problem) {
 	h.Set("Content-Length", strconv.Itoa(len(b)+1))
 	if p.Status == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Bearer realm="dplp"`)
+	}
+	if p.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(p.retryAfter))
 	}
 	w.WriteHeader(p.Status)
 	w.Write(append(b, '\n'))

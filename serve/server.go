@@ -29,35 +29,80 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/buildinfo"
 	"github.com/dplp/dplp/ledger"
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/release"
 	"github.com/dplp/dplp/score"
+	"github.com/dplp/dplp/snapshot"
 )
 
-// DefaultStore is the store used when Config names none.
-const DefaultStore = "sqlite:dplp-ledger.db"
+// PrivacyUnit is what a budget protects, named in the start-up log: one
+// protected party's pairs (privacy-model.md).
+const PrivacyUnit = "party"
 
 // Config configures a Server.
 type Config struct {
-	// GraphPath, ProtectedPath and ModelPath are the files the service
-	// serves (re-read by POST /v1/admin/reload). The model must use a triad
-	// score (cn, aa, ra, jc, pa).
-	GraphPath, ProtectedPath, ModelPath string
-	// Store is the ledger; when nil, StoreDSN (default DefaultStore) is
-	// opened and closed by Close.
+	// GraphPath, ProtectedPath, NodesPath and ModelPath are the files the
+	// service serves, loaded through the one loader (snapshot.Open) at start
+	// and by every reload. GraphPath is an edge list or a snapshot;
+	// ProtectedPath (marks "a b") may be empty when the snapshot stores
+	// marks, which are then used (synthetic marks, drawn by convert --sigma,
+	// are refused); NodesPath (one label a line) is optional. The model
+	// must use a triad score (cn, aa, ra, jc, pa).
+	GraphPath, ProtectedPath, NodesPath, ModelPath string
+	// Store is the ledger; when nil, StoreDSN (default ledger.DefaultStore())
+	// is opened with ledger.OpenWith and closed by Close.
 	Store    ledger.Store
 	StoreDSN string
-	// AdminToken is the admin bearer token (at least 16 bytes).
-	AdminToken string
+	// CreateStore creates the ledger named by StoreDSN when there is none
+	// (ledger.OpenOptions.Create); without it a missing ledger is an error.
+	CreateStore bool
+	// AdminToken is the admin bearer token (at least MinAdminTokenBytes).
+	// AdminTokenFile, when set, is read instead (see ReadAdminTokenFile) and
+	// re-read by Reload and POST /v1/admin/reload: a changed token replaces
+	// the old one, which keeps working for AdminTokenGrace (0: 5 minutes;
+	// negative: none).
+	AdminToken      string
+	AdminTokenFile  string
+	AdminTokenGrace time.Duration
+	// RateLimit is the sustained rate (requests per second) allowed per
+	// user token and per client address on the /v1/ routes, with bursts of
+	// RateBurst (0: max(1, RateLimit)); answers over it are 429 with
+	// Retry-After. 0: no limit.
+	RateLimit float64
+	RateBurst int
+	// AuthFailLimit is the rate of failed authentications (401) allowed per
+	// client address, with bursts of AuthFailBurst (0: max(1,
+	// AuthFailLimit)); past it the address gets 429 on every /v1/ route
+	// until its bucket refills. 0: no limit.
+	AuthFailLimit float64
+	AuthFailBurst int
+	// TrustedProxies are the networks of reverse proxies whose
+	// X-Forwarded-For header names the client address (rightmost address
+	// not in these networks). Empty: the header is ignored and the client
+	// address is the connection's peer.
+	TrustedProxies []netip.Prefix
+	// TokenCacheBytes bounds the memory of cached token hashes (default 8
+	// MiB); entries expire after CacheTTL.
+	TokenCacheBytes int64
+	// SeparateMetrics leaves GET /metrics off the service's routes: serve
+	// MetricsHandler on another listener instead.
+	SeparateMetrics bool
+	// ReloadHook, when set, is called first by Reload and POST
+	// /v1/admin/reload (e.g. to rotate a TLS certificate); its error fails
+	// the reload and keeps the served state.
+	ReloadHook func() error
 	// UserBudget is every user's cap on total pure-DP epsilon; math.Inf(1)
 	// means no cap. The zero value is a cap of 0 (only 0-cost lists): the
 	// default refuses rather than spends. NaN and negative values are
@@ -94,17 +139,22 @@ type Config struct {
 // Server is the service. It is an http.Handler; Serve runs it with
 // graceful shutdown.
 type Server struct {
-	cfg       Config
-	log       *slog.Logger
-	store     ledger.Store // cached, timed store (tokens, budgets, marks)
-	cache     *cacheStore
-	charger   release.Store // what the Recommender charges through (group commit)
-	ownStore  ledger.Store  // closed by Close when opened here
-	cap       ledger.Cap
-	adminHash [32]byte
-	met       *metrics
-	mux       *http.ServeMux
-	routes    []string // registered patterns, for the OpenAPI test
+	cfg      Config
+	log      *slog.Logger
+	store    ledger.Store // cached, timed store (tokens, budgets, marks)
+	cache    *cacheStore
+	charger  release.Store // what the Recommender charges through (group commit)
+	ownStore ledger.Store  // closed by Close when opened here
+	cap      ledger.Cap
+	admin    adminTokens
+	met      *metrics
+	now      func() time.Time // rate limits and token rotation (tests)
+	addrLim  *limiter         // per client address, /v1/ routes
+	userLim  *limiter         // per authenticated user
+	failLim  *limiter         // failed authentications per client address
+	proxies  []netip.Prefix
+	mux      *http.ServeMux
+	routes   []string // registered patterns, for the OpenAPI test
 
 	state     atomic.Pointer[state]
 	rebuildMu sync.Mutex
@@ -136,16 +186,39 @@ type state struct {
 	rec       *release.Recommender
 	loaded    time.Time
 	skipped   []string // store marks not applicable to this graph
+	otherData bool     // the model's training data fingerprint differs from the served data
 }
 
 // New validates cfg, opens the store if needed, loads the graph, marks and
 // model, and returns a ready Server.
 func New(cfg Config) (*Server, error) {
-	if cfg.GraphPath == "" || cfg.ProtectedPath == "" || cfg.ModelPath == "" {
-		return nil, errors.New("serve: graph, protected and model files are required")
+	if cfg.GraphPath == "" || cfg.ModelPath == "" {
+		return nil, errors.New("serve: graph and model files are required")
 	}
-	if len(cfg.AdminToken) < 16 {
-		return nil, errors.New("serve: the admin token must be at least 16 bytes")
+	if cfg.AdminTokenFile != "" {
+		tok, err := ReadAdminTokenFile(cfg.AdminTokenFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.AdminToken = tok
+	}
+	if len(cfg.AdminToken) < MinAdminTokenBytes {
+		return nil, fmt.Errorf("serve: the admin token must be at least %d bytes", MinAdminTokenBytes)
+	}
+	if cfg.AdminTokenGrace == 0 {
+		cfg.AdminTokenGrace = 5 * time.Minute
+	}
+	for _, l := range []struct {
+		name  string
+		rate  float64
+		burst int
+	}{{"rate limit", cfg.RateLimit, cfg.RateBurst}, {"failed-authentication limit", cfg.AuthFailLimit, cfg.AuthFailBurst}} {
+		if math.IsNaN(l.rate) || math.IsInf(l.rate, 0) || l.rate < 0 || l.burst < 0 {
+			return nil, fmt.Errorf("serve: %s must be a finite rate >= 0 with a burst >= 0, got %v and %d", l.name, l.rate, l.burst)
+		}
+	}
+	if cfg.TokenCacheBytes <= 0 {
+		cfg.TokenCacheBytes = 8 << 20
 	}
 	if math.IsNaN(cfg.UserRhoCap) || cfg.UserRhoCap < 0 {
 		return nil, fmt.Errorf("serve: user rho cap must be >= 0 (0 or +Inf for no cap), got %v", cfg.UserRhoCap)
@@ -172,22 +245,46 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, cap: ledger.Cap{Eps: cfg.UserBudget, Rho: rhoCap(cfg.UserRhoCap)},
-		adminHash: sha256.Sum256([]byte(cfg.AdminToken)), met: newMetrics(), stop: make(chan struct{})}
+		met: newMetrics(), stop: make(chan struct{}), now: time.Now, proxies: cfg.TrustedProxies}
+	s.admin.cur = sha256.Sum256([]byte(cfg.AdminToken))
+	s.addrLim = newLimiter(cfg.RateLimit, cfg.RateBurst, limiterEntries)
+	s.userLim = newLimiter(cfg.RateLimit, cfg.RateBurst, limiterEntries)
+	s.failLim = newLimiter(cfg.AuthFailLimit, cfg.AuthFailBurst, limiterEntries)
 	s.rbCond = sync.NewCond(&s.rbMu)
 	base := cfg.Store
+	storeName := "(given by the caller)"
 	if base == nil {
 		dsn := cfg.StoreDSN
 		if dsn == "" {
-			dsn = DefaultStore
+			def, err := ledger.DefaultStore()
+			if err != nil {
+				return nil, fmt.Errorf("serve: %w", err)
+			}
+			dsn = def
 		}
+		storeName = ledger.Redact(dsn)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		st, err := ledger.Open(ctx, dsn)
+		st, err := ledger.OpenWith(ctx, dsn, ledger.OpenOptions{Create: cfg.CreateStore,
+			LockWait: func() { s.log.Warn("waiting for the ledger lock held by another process", "store", storeName) }})
 		cancel()
+		if errors.Is(err, ledger.ErrNoLedger) {
+			return nil, fmt.Errorf("serve: %w (no ledger at %s: create it with --create, or dplp ledger init --store '%s')", err, storeName, storeName)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("serve: %w", err)
 		}
 		base, s.ownStore = st, st
+		s.checkStoreFiles(dsn)
 	}
+	capEps, capRho := any(cfg.UserBudget), any(cfg.UserRhoCap)
+	if math.IsInf(cfg.UserBudget, 1) {
+		capEps = "none"
+	}
+	if cfg.UserRhoCap == 0 || math.IsInf(cfg.UserRhoCap, 1) {
+		capRho = "none"
+	}
+	s.log.Info("starting", "store", storeName, "cap_eps", capEps, "cap_rho", capRho, "privacy_unit", PrivacyUnit,
+		"build", buildinfo.Get().String())
 	ttl := cfg.CacheTTL
 	switch {
 	case ttl == 0:
@@ -195,7 +292,7 @@ func New(cfg Config) (*Server, error) {
 	case ttl < 0:
 		ttl = 0
 	}
-	s.cache = newCacheStore(newTimedStore(base, s.met.storeLatency), ttl, 1<<20)
+	s.cache = newCacheStore(newTimedStore(base, s.met.storeLatency), ttl, 1<<20, cfg.TokenCacheBytes)
 	s.store = s.cache
 	s.charger = s.store
 	if !cfg.NoGroupCommit {
@@ -224,15 +321,26 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// loadFiles reads the configured graph, marks file and model.
+// loadFiles reads the configured graph, marks and node list through the
+// one loader (snapshot.Open), and the model.
 func (s *Server) loadFiles() (*state, error) {
-	g, _, err := graph.ReadFile(s.cfg.GraphPath)
+	d, err := snapshot.Open(snapshot.Source{Graph: s.cfg.GraphPath, Marks: s.cfg.ProtectedPath, Nodes: s.cfg.NodesPath})
 	if err != nil {
 		return nil, err
 	}
-	fm, err := protect.ReadFile(s.cfg.ProtectedPath, g)
-	if err != nil {
-		return nil, err
+	if s.cfg.ProtectedPath == "" {
+		switch {
+		case d.SyntheticMarks:
+			return nil, fmt.Errorf("serve: %s stores synthetic marks (drawn from the graph itself by convert --sigma): a simulation without a guarantee, refused for releases; give --protected FILE", s.cfg.GraphPath)
+		case d.Marks == nil:
+			return nil, fmt.Errorf("serve: no protection marks: give --protected FILE (only a snapshot that stores marks can do without)")
+		}
+	}
+	g, marks := d.Graph, d.Marks
+	if marks == nil { // cannot happen: refused above or read from the file
+		if marks, err = protect.New(g.N(), nil); err != nil {
+			return nil, err
+		}
 	}
 	m, err := model.Load(s.cfg.ModelPath)
 	if err != nil {
@@ -245,7 +353,15 @@ func (s *Server) loadFiles() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &state{g: g, order: release.NewLabelOrder(g), m: m, modelID: id, fileMarks: fm.Pairs()}, nil
+	st := &state{g: g, order: release.NewLabelOrder(g), m: m, modelID: id, fileMarks: marks.Pairs()}
+	// A model trained on other data still releases private lists (the
+	// noise is calibrated on the served data), but its transform was fit to
+	// another graph: say so. Not refused: users' own marks change the
+	// marks, so the served data never equals the training data exactly.
+	if m.Meta.Data != "" && m.Meta.Data != protect.Fingerprint(g, marks) {
+		st.otherData = true
+	}
+	return st, nil
 }
 
 // build completes st (graph, label order, model and file marks set) with
@@ -253,7 +369,8 @@ func (s *Server) loadFiles() (*state, error) {
 // order is st's: a rebuild for new marks on the same graph does not sort
 // the labels again.
 func (s *Server) build(st *state, um map[string][]string) (*state, error) {
-	st = &state{g: st.g, order: st.order, m: st.m, modelID: st.modelID, fileMarks: st.fileMarks, userMarks: um, loaded: time.Now().UTC()}
+	st = &state{g: st.g, order: st.order, m: st.m, modelID: st.modelID, fileMarks: st.fileMarks, userMarks: um, loaded: time.Now().UTC(),
+		otherData: st.otherData}
 	pairs := append([]graph.Edge(nil), st.fileMarks...)
 	for u, xs := range um {
 		uid, ok := st.g.ID(u)
@@ -317,6 +434,10 @@ func (s *Server) reload(ctx context.Context, reason string) error {
 	if err != nil {
 		s.met.reloads.WithLabelValues(reason, "error").Inc()
 		return fmt.Errorf("serve: load: %w", err)
+	}
+	if base.otherData {
+		s.log.Warn("the model was trained on other data: its recorded data fingerprint differs from the served graph and marks; lists stay private (the noise is calibrated on the served data) but may be less accurate; retrain on the served data",
+			"model", base.modelID)
 	}
 	s.swap(base, reason, t0)
 	return nil
@@ -391,7 +512,7 @@ func (s *Server) swap(st *state, reason string, t0 time.Time) {
 		"protected_pairs", st.prot.Len(), "file_pairs", len(st.fileMarks), "users_with_marks", len(st.userMarks),
 		"model", st.modelID, "eps_p", st.m.EpsP, "score", st.m.Score, "seconds", time.Since(t0).Seconds())
 	if len(st.skipped) > 0 {
-		s.log.Warn("stored marks not applicable to this graph were skipped", "count", len(st.skipped), "first", st.skipped[0])
+		s.log.Warn("stored marks not applicable to this graph were skipped", "count", len(st.skipped))
 	}
 }
 
@@ -491,9 +612,13 @@ func (d *discardWriter) Write(b []byte) (int, error) {
 }
 
 // ServeHTTP routes r, writes every error as application/problem+json,
-// recovers panics (500) and records metrics.
+// applies the per-address rate limit to the /v1/ routes, recovers panics
+// (500), records metrics and echoes the request ID (X-Request-Id).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	t0 := time.Now()
+	ri := &reqInfo{client: clientAddr(r, s.proxies).String(), id: requestID(r)}
+	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey, ri))
+	w.Header().Set("X-Request-Id", ri.id)
 	sw := &statusWriter{ResponseWriter: w}
 	route := "unmatched"
 	defer func() {
@@ -501,7 +626,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.log.Error("panic in handler", "route", route, "panic", fmt.Sprint(v))
+			s.log.Error("panic in handler", "route", route, "request_id", ri.id, "panic", fmt.Sprint(v))
 			if sw.status == 0 {
 				writeProblem(sw, problem(http.StatusInternalServerError, TypeInternal, "internal error"))
 			}
@@ -513,19 +638,41 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d := time.Since(t0)
 		s.met.observe(route, status, d)
 		if s.cfg.AccessLog || status >= 500 {
-			s.log.Info("request", "method", r.Method, "route", route, "status", status, "ms", float64(d.Microseconds())/1000)
+			// Never the path (it holds labels), a token or a body.
+			s.log.Info("request", "method", r.Method, "route", route, "status", status, "ms", float64(d.Microseconds())/1000,
+				"client", ri.client, "request_id", ri.id)
 		}
 	}()
+	if strings.HasPrefix(r.URL.Path, "/v1/") {
+		if ok, wait := s.addrLim.take(ri.client, s.now()); !ok {
+			s.met.rateLimited.WithLabelValues("address").Inc()
+			writeProblem(sw, tooMany("too many requests from this address", wait))
+			return
+		}
+	}
 	_, pat := s.mux.Handler(r)
-	if pat == "" {
+	switch {
+	case pat != "" && r.Method != http.MethodConnect && !canonical(r.URL.EscapedPath()):
+		// ServeMux would redirect to the cleaned path (307, HTML body).
+		writeProblem(sw, problem(http.StatusNotFound, TypeNotFound, "no such route: the path has empty, '.' or '..' segments"))
+		return
+	case pat != "" && !strings.HasPrefix(pat, r.Method+" "):
+		// A GET route matched HEAD. Not served: on the recommendation
+		// routes it would release (and charge) a list nobody sees.
+		allow := s.allowed(r)
+		sw.Header().Set("Allow", allow)
+		writeProblem(sw, problem(http.StatusMethodNotAllowed, TypeMethodNotAllowed, fmt.Sprintf("method %s is not allowed here (allowed: %s)", r.Method, allow)))
+		return
+	case pat == "":
 		// Let the mux decide between 404 and 405 (and redirects), then
 		// answer with a problem document.
 		d := &discardWriter{h: http.Header{}}
 		s.mux.ServeHTTP(d, r)
 		switch d.status {
 		case http.StatusMethodNotAllowed:
-			sw.Header().Set("Allow", d.h.Get("Allow"))
-			writeProblem(sw, problem(http.StatusMethodNotAllowed, TypeMethodNotAllowed, fmt.Sprintf("method %s is not allowed here (allowed: %s)", r.Method, d.h.Get("Allow"))))
+			allow := s.allowed(r)
+			sw.Header().Set("Allow", allow)
+			writeProblem(sw, problem(http.StatusMethodNotAllowed, TypeMethodNotAllowed, fmt.Sprintf("method %s is not allowed here (allowed: %s)", r.Method, allow)))
 		case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
 			writeProblem(sw, problem(http.StatusNotFound, TypeNotFound, "no such route (did you mean "+d.h.Get("Location")+"?)"))
 		default:
@@ -537,13 +684,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(sw, r)
 }
 
+// MetricsHandler serves the Prometheus metrics (GET /metrics on the
+// service's own listener unless Config.SeparateMetrics; `dplp serve
+// --metrics-listen` serves it on another). Only GET and only /metrics.
+func (s *Server) MetricsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path != "/metrics":
+			writeProblem(w, problem(http.StatusNotFound, TypeNotFound, "no such route (metrics are at /metrics)"))
+		case r.Method != http.MethodGet:
+			w.Header().Set("Allow", http.MethodGet)
+			writeProblem(w, problem(http.StatusMethodNotAllowed, TypeMethodNotAllowed, "method "+r.Method+" is not allowed here (allowed: GET)"))
+		default:
+			s.met.handler.ServeHTTP(w, r)
+		}
+	})
+}
+
 // internal logs err and returns a generic 500 problem (details stay in the
 // log).
 func (s *Server) internal(r *http.Request, what string, err error) *Problem {
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		return problem(http.StatusServiceUnavailable, TypeUnavailable, "request cancelled")
 	}
-	s.log.Error(what+" failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	s.log.Error(what+" failed", "method", r.Method, "request_id", infoOf(r).id, "err", err)
 	return problem(http.StatusInternalServerError, TypeInternal, what+" failed (see the server log)")
 }
 

@@ -30,7 +30,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-const adminTok = "test-admin-token-0123456789"
+const adminTok = "test-admin-token-0123456789abcdefghij"
 
 // fixture is a small labelled graph, marks and trained model on disk.
 type fixture struct {
@@ -447,26 +447,30 @@ func TestConcurrentFresh(t *testing.T) {
 			s := newTestServer(t, func(c *Config) { c.UserBudget = 3 * 5 * 0.5; c.NoGroupCommit = !group })
 			tok := s.token("n10")
 			other := s.token("n11")
-			var mu sync.Mutex
-			counts := map[int]int{}
+			// The goroutines only record replies; every check runs on the
+			// test goroutine (t.Fatal must not be called from others).
+			replies := make([]reply, 40)
 			var wg sync.WaitGroup
-			for i := range 40 {
+			for i := range replies {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					r := s.do("POST", "/v1/users/n10/recommendations?k=5", tok, "")
-					if r.status == BudgetExhaustedStatus && r.problem(t).Type != TypeBudgetExhausted {
-						t.Errorf("403 of type %s", r.body)
-					}
-					mu.Lock()
-					counts[r.status]++
-					mu.Unlock()
+					replies[i] = s.do("POST", "/v1/users/n10/recommendations?k=5", tok, "")
 					if i%4 == 0 { // another user's requests in the same groups
 						s.do("POST", "/v1/users/n11/recommendations?k=1", other, "")
 					}
 				}()
 			}
 			wg.Wait()
+			counts := map[int]int{}
+			for _, r := range replies {
+				counts[r.status]++
+				if r.status == BudgetExhaustedStatus {
+					if p := r.problem(t); p.Type != TypeBudgetExhausted {
+						t.Errorf("403 of type %s", r.body)
+					}
+				}
+			}
 			if counts[200] != 3 || counts[BudgetExhaustedStatus] != 37 {
 				t.Fatalf("statuses %v, want 3 x 200 and 37 x %d", counts, BudgetExhaustedStatus)
 			}
@@ -487,23 +491,25 @@ func TestConcurrentFresh(t *testing.T) {
 func TestConcurrentStickyFirst(t *testing.T) {
 	s := newTestServer(t, nil)
 	tok := s.token("n12")
-	lists := make([][]string, 20)
+	replies := make([]reply, 20)
 	var wg sync.WaitGroup
-	for i := range lists {
+	for i := range replies {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var out recs
-			r := s.do("GET", "/v1/users/n12/recommendations?k=6", tok, "")
-			if r.status != 200 {
-				t.Errorf("%d %s", r.status, r.body)
-				return
-			}
-			r.json(t, &out)
-			lists[i] = out.Recommendations
+			replies[i] = s.do("GET", "/v1/users/n12/recommendations?k=6", tok, "")
 		}()
 	}
 	wg.Wait()
+	lists := make([][]string, len(replies))
+	for i, r := range replies { // checked on the test goroutine
+		if r.status != 200 {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		var out recs
+		r.json(t, &out)
+		lists[i] = out.Recommendations
+	}
 	for _, l := range lists[1:] {
 		if !slices.Equal(l, lists[0]) {
 			t.Fatalf("different sticky lists: %v vs %v", l, lists[0])

@@ -257,7 +257,7 @@ func (s *benchSession) recURL(c benchClient) string {
 
 // startBenchServer starts the service on a loopback port; stop shuts it down.
 func startBenchServer(ctx context.Context, o *benchServeOptions, adminTok string) (s *benchSession, stop func(), err error) {
-	srv, err := serve.New(serve.Config{GraphPath: o.graphPath, ProtectedPath: o.protPath, ModelPath: o.modelPath, StoreDSN: o.storeDSN,
+	srv, err := serve.New(serve.Config{GraphPath: o.graphPath, ProtectedPath: o.protPath, ModelPath: o.modelPath, StoreDSN: o.storeDSN, CreateStore: true,
 		AdminToken: adminTok, UserBudget: math.Inf(1), KMax: max(o.k, 100), NoGroupCommit: o.noGroup,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {

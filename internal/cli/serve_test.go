@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,22 +34,66 @@ func TestServeFlags(t *testing.T) {
 	}
 	dir := t.TempDir()
 	tok := filepath.Join(dir, "t")
-	os.WriteFile(tok, []byte("short\n"), 0o600)
+	os.WriteFile(tok, []byte(strings.Repeat("a", 16)+"\n"), 0o600)
+	open := filepath.Join(dir, "open")
+	os.WriteFile(open, []byte(strings.Repeat("k", 40)+"\n"), 0o644)
+	os.Chmod(open, 0o644)
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--graph", "g"}, "--admin-token-file"},
-		{[]string{"--admin-token-file", tok}, "at least 16 bytes"},
+		{[]string{"--admin-token-file", tok, "--graph", "g", "--model", "m"}, "at least 32 bytes"},
+		{[]string{"--admin-token-file", open, "--graph", "g", "--model", "m"}, "group or others"},
+		{[]string{"--admin-token-file", tok, "--rate-limit", "-1"}, "--rate-limit"},
+		{[]string{"--admin-token-file", tok, "--auth-fail-limit", "nan"}, "--auth-fail-limit"},
+		{[]string{"--admin-token-file", tok, "--rate-burst", "-2"}, "burst"},
+		{[]string{"--admin-token-file", tok, "--trusted-proxy", "not-a-cidr"}, "--trusted-proxy"},
+		{[]string{"--admin-token-file", tok, "--admin-token-grace", "-1s"}, "--admin-token-grace"},
 		{[]string{"--admin-token-file", tok, "--user-budget", "-1"}, "--user-budget"},
 		{[]string{"--admin-token-file", tok, "--user-budget", "nan"}, "--user-budget"},
 		{[]string{"--admin-token-file", tok, "--k-max", "0"}, "--k-max"},
-		{[]string{"--admin-token-file", filepath.Join(dir, "none")}, "--admin-token-file"},
+		{[]string{"--admin-token-file", filepath.Join(dir, "none"), "--graph", "g", "--model", "m"}, "admin token file"},
 	} {
 		var out, errb bytes.Buffer
 		code := execute(append([]string{"serve"}, c.args...), &out, &errb)
 		if code == 0 || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("serve %v: exit %d, stderr %q (want a message about %s)", c.args, code, errb.String(), c.want)
+		}
+	}
+}
+
+func TestServeTrustedProxyFlag(t *testing.T) {
+	for _, c := range []struct {
+		arg, want string
+	}{{"10.0.0.0/8", "10.0.0.0/8"}, {"10.1.2.3/8", "10.0.0.0/8"}, {"192.0.2.1", "192.0.2.1/32"}, {"::1", "::1/128"}} {
+		o := &serveOptions{tokenFile: "x", logLevel: "info", grace: time.Second, trustedProxies: []string{c.arg}}
+		o.cfg.KMax = 10
+		if err := o.validate(); err != nil || len(o.cfg.TrustedProxies) != 1 || o.cfg.TrustedProxies[0].String() != c.want {
+			t.Errorf("%s: %v %v (want %s)", c.arg, o.cfg.TrustedProxies, err, c.want)
+		}
+	}
+}
+
+func TestPlainTextWarning(t *testing.T) {
+	for _, c := range []struct {
+		addr string
+		tls  bool
+		warn bool
+	}{
+		{"127.0.0.1:8080", false, false},
+		{"[::1]:8080", false, false},
+		{"0.0.0.0:8080", false, true},
+		{"192.0.2.10:8080", false, true},
+		{"[::]:8080", false, true},
+		{"0.0.0.0:8443", true, false},
+	} {
+		a, err := net.ResolveTCPAddr("tcp", c.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := plainTextWarning(a, c.tls) != ""; got != c.warn {
+			t.Errorf("%s tls=%v: warning %v, want %v", c.addr, c.tls, got, c.warn)
 		}
 	}
 }
@@ -131,7 +176,7 @@ func e2eSetup(t *testing.T) e2eFiles {
 	os.WriteFile(f.graph, []byte(gb.String()), 0o600)
 	os.WriteFile(f.prot, []byte(pb.String()), 0o600)
 	e2eRun(t, f.bin, "train", "--graph", f.graph, "--protected", f.prot, "--score", "aa", "--variant", "dplp", "--eps", "0.5", "--epochs", "2", "--out", f.model)
-	f.admin = fmt.Sprintf("e2e-admin-%x-%x", rand.Uint64(), rand.Uint64())
+	f.admin = fmt.Sprintf("e2e-admin-%016x-%016x", rand.Uint64(), rand.Uint64())
 	os.WriteFile(f.adminFile, []byte(f.admin+"\n"), 0o600)
 	return f
 }
@@ -173,7 +218,7 @@ type e2eServer struct {
 func startServe(t *testing.T, f e2eFiles, store string, extra ...string) *e2eServer {
 	t.Helper()
 	args := append([]string{"serve", "--graph", f.graph, "--protected", f.prot, "--model", f.model, "--store", store,
-		"--listen", "127.0.0.1:0", "--admin-token-file", f.adminFile, "--k-max", "50"}, extra...)
+		"--listen", "127.0.0.1:0", "--admin-token-file", f.adminFile, "--k-max", "50", "--create", "--rate-limit", "0", "--auth-fail-limit", "0"}, extra...)
 	cmd := exec.Command(f.bin, args...)
 	pr, pw := io.Pipe()
 	s := &e2eServer{cmd: cmd, log: &lockedBuffer{}, done: make(chan error, 1)}
@@ -313,6 +358,7 @@ func TestServeE2E(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		dsn := "sqlite:" + filepath.Join(t.TempDir(), "ledger.db")
 		e2eScenario(t, f, dsn, f.users[:150])
+		e2eHardening(t, f, dsn, f.users[0])
 	})
 	t.Run("postgres", func(t *testing.T) {
 		dsn := os.Getenv("DPLP_TEST_POSTGRES_DSN")
@@ -530,4 +576,86 @@ func e2eTwoProcesses(t *testing.T, f e2eFiles, dsn, user string) {
 	}
 	a.stop(t)
 	b.stop(t)
+}
+
+// e2eHardening: --rate-limit 50 turns a single token's burst of 500 into
+// 429s (with Retry-After); HEAD never charges; SIGHUP rotates the admin
+// token; the ledger file is 0600; the start-up log names the store, the
+// cap, the privacy unit and the build.
+func e2eHardening(t *testing.T, f e2eFiles, dsn, user string) {
+	tokFile := filepath.Join(t.TempDir(), "admin.token")
+	os.WriteFile(tokFile, []byte(f.admin+"\n"), 0o600)
+	ff := f
+	ff.adminFile = tokFile
+	s := startServe(t, ff, dsn, "--rate-limit", "50", "--user-budget", "1000")
+	defer s.stop(t)
+	tok := issue(t, s, f.admin, user)
+	releases := func() int {
+		st, err := ledger.OpenWith(context.Background(), dsn, ledger.OpenOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		sp, err := st.Budget(context.Background(), user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sp.Releases
+	}
+	n0 := releases()
+	for _, k := range []int{3, 4} {
+		r, err := call("HEAD", fmt.Sprintf("%s/v1/users/%s/recommendations?k=%d", s.base, user, k), tok, "")
+		if err != nil || r.Status != 405 {
+			t.Fatalf("HEAD: %v %v", r.Status, err)
+		}
+	}
+	if n := releases() - n0; n != 0 {
+		t.Fatalf("HEAD released %d lists", n)
+	}
+	counts := map[int]int{}
+	for range 500 {
+		req, _ := http.NewRequest("GET", s.base+"/v1/users/"+user+"/budget", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := e2eClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		counts[resp.StatusCode]++
+		if resp.StatusCode == 429 && resp.Header.Get("Retry-After") == "" {
+			t.Fatal("429 without Retry-After")
+		}
+	}
+	if counts[429] == 0 || counts[200] == 0 || counts[200]+counts[429] != 500 {
+		t.Fatalf("a burst of 500 at --rate-limit 50: %v", counts)
+	}
+	path := strings.TrimPrefix(dsn, "sqlite:")
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("ledger file: %v %v", fi.Mode().Perm(), err)
+	}
+	next := fmt.Sprintf("e2e-rotated-%016x-%016x", rand.Uint64(), rand.Uint64())
+	os.WriteFile(tokFile, []byte(next+"\n"), 0o600)
+	s.cmd.Process.Signal(syscall.SIGHUP)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := call("GET", s.base+"/v1/admin/state", next, "")
+		if err == nil && r.Status == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the rotated admin token was not accepted after SIGHUP\n%s", s.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mustCall(t, 200, "GET", s.base+"/v1/admin/state", f.admin, "") // the old one, in its grace period
+	log := s.log.String()
+	for _, want := range []string{`"msg":"starting"`, `"store":"` + ledger.Redact(dsn) + `"`, `"privacy_unit":"party"`, `"cap_eps":1000`, `"build":"dplp `, "admin token rotated"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %s", want)
+		}
+	}
+	if strings.Contains(log, f.admin) || strings.Contains(log, next) || strings.Contains(log, tok) {
+		t.Fatal("a token in the log")
+	}
 }
