@@ -28,6 +28,7 @@ type serveOptions struct {
 	budgetApprox             string   // --user-budget-approx EPS,DELTA
 	trustedProxies           []string // --trusted-proxy CIDR (repeatable)
 	grace                    time.Duration
+	tlsCert, tlsKey          string // --tls-cert, --tls-key
 	rateBurst, authFailBurst int
 
 	level slog.Level
@@ -64,6 +65,7 @@ re-reads the admin token file and the data files (as POST /v1/admin/reload).`,
 		RunE: checked(o.validate, o.run),
 	}
 	o.register(cmd)
+	withConfigFile(cmd, os.Environ)
 	return cmd
 }
 
@@ -76,6 +78,8 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.StringVar(&cfg.StoreDSN, "store", "", "ledger store: sqlite:PATH or postgres://... (default: "+defaultStoreOr("sqlite:~/.local/state/dplp/ledger.db")+")")
 	f.BoolVar(&cfg.CreateStore, "create", false, "create the ledger when the store has none")
 	f.StringVar(&o.listen, "listen", "127.0.0.1:8080", "address to listen on (host:port; port 0 picks one, logged)")
+	f.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS and HTTP/2 with this PEM certificate chain (with --tls-key; re-read on SIGHUP and POST /v1/admin/reload)")
+	f.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	f.StringVar(&o.metricsListen, "metrics-listen", "", "serve /metrics on this address instead of on --listen (e.g. 127.0.0.1:9090)")
 	f.StringVar(&o.tokenFile, "admin-token-file", "", "file holding the admin bearer token (>= 32 bytes, mode 0600; re-read on SIGHUP and reload)")
 	f.DurationVar(&cfg.AdminTokenGrace, "admin-token-grace", 5*time.Minute, "after the admin token file changes, the old token keeps working this long (0: not at all)")
@@ -149,6 +153,9 @@ func (o *serveOptions) validate() error {
 		}
 		cfg.TrustedProxies = append(cfg.TrustedProxies, p.Masked())
 	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return fmt.Errorf("--tls-cert and --tls-key go together")
+	}
 	if err := o.level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("--log-level: %v", err)
 	}
@@ -173,6 +180,15 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	o.cfg.SeparateMetrics = o.metricsListen != ""
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	var cert *serve.CertReloader
+	if o.tlsCert != "" {
+		var err error
+		if cert, err = serve.NewCertReloader(o.tlsCert, o.tlsKey); err != nil {
+			return err
+		}
+		o.cfg.ReloadHook = cert.ReloadHook(log)
+		log.Info("tls certificate loaded", cert.LogAttrs()...)
+	}
 	srv, err := serve.New(o.cfg)
 	if err != nil {
 		return err
@@ -182,9 +198,10 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	// The TLS flags (--tls-cert, --tls-key) are not options of this
-	// command yet: once they are, pass whether TLS is on.
-	if w := plainTextWarning(ln.Addr(), false); w != "" {
+	if cert != nil {
+		ln = serve.TLSListener(ln, cert)
+	}
+	if w := plainTextWarning(ln.Addr(), cert != nil); w != "" {
 		log.Warn(w, "addr", ln.Addr().String())
 	}
 	if o.metricsListen != "" {
