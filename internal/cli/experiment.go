@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/research/experiment"
 	"github.com/spf13/cobra"
 )
@@ -87,7 +88,11 @@ func runExperiment(cmd *cobra.Command, flags *experiment.Flags) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	start := time.Now()
-	if err := experiment.Run(ctx, cfg, flags.Out, cmd.ErrOrStderr()); err != nil {
+	opts := experiment.Options{Log: cmd.ErrOrStderr()}
+	if progress.Enabled() {
+		opts.Progress = func(label string, total int) experiment.Tracker { return progress.New(int64(total), label) }
+	}
+	if err := experiment.RunWith(ctx, cfg, flags.Out, opts); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (results.json, results.csv, summary.md, plots/) in %.1f s; randomness: seeded generators (seeds 0..%d), reproducible\n",

@@ -18,7 +18,6 @@ import (
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/par"
-	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/predict"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
@@ -61,13 +60,52 @@ func defaultHooks() hooks {
 // Run runs the experiment cfg and writes its outputs to the directory out:
 // results.json, results.csv, summary.md, plots/ (PNG and SVG) and cache/
 // (one file per finished cell; a rerun skips them, so an interrupted run
-// resumes). log receives progress lines (nil: discarded); a progress bar
-// with ETA is drawn on stderr when it is a terminal. Cancelling ctx stops
+// resumes). log receives progress lines (nil: discarded). Cancelling ctx stops
 // the run between cells. With cfg.Theory set, the outputs are theory.json,
 // theory.csv, summary.md (tables and a machine-generated verdict) and
 // plots/ instead (see TheoryConfig).
 func Run(ctx context.Context, cfg Config, out string, log io.Writer) error {
-	return run(ctx, cfg, out, log, defaultHooks())
+	return RunWith(ctx, cfg, out, Options{Log: log})
+}
+
+// Tracker follows one long stage of a run: Add(n) as n more units finish,
+// Finish at the end (the command line draws a progress bar with it).
+type Tracker interface {
+	Add(n int)
+	Finish()
+}
+
+// Options are how a run reports: Log receives progress lines (nil:
+// discarded); Progress, when set, starts a Tracker for each stage of total
+// units (label "experiment" or "theory"), and per-cell detail lines are then
+// left out of Log so they do not tear a bar drawn on the same terminal
+// (start and end lines always print). The research harness never draws
+// anything itself.
+type Options struct {
+	Log      io.Writer
+	Progress func(label string, total int) Tracker
+}
+
+// RunWith is Run with reporting options.
+func RunWith(ctx context.Context, cfg Config, out string, o Options) error {
+	return run(ctx, cfg, out, o.Log, defaultHooks(), o.Progress)
+}
+
+// noTracker is the Tracker of runs without Options.Progress.
+type noTracker struct{}
+
+func (noTracker) Add(int) {}
+func (noTracker) Finish() {}
+
+// startTracker starts a stage's tracker.
+func startTracker(start func(string, int) Tracker, label string, total int) Tracker {
+	if start == nil {
+		return noTracker{}
+	}
+	if t := start(label, total); t != nil {
+		return t
+	}
+	return noTracker{}
 }
 
 // unit is a unit of work: one evaluation shared by every cell with its key.
@@ -85,6 +123,7 @@ type logger struct {
 	mu    sync.Mutex
 	w     io.Writer
 	quiet bool
+	track func(string, int) Tracker // Options.Progress
 }
 
 func (l *logger) printf(format string, a ...any) {
@@ -99,14 +138,18 @@ func (l *logger) detail(format string, a ...any) {
 	}
 }
 
-func run(ctx context.Context, cfg Config, out string, logw io.Writer, h hooks) error {
+func run(ctx context.Context, cfg Config, out string, logw io.Writer, h hooks, track ...func(string, int) Tracker) error {
 	if out == "" {
 		return errors.New("experiment: no output directory given")
 	}
 	if logw == nil {
 		logw = io.Discard
 	}
-	lg := &logger{w: logw, quiet: progress.Enabled()}
+	var start func(string, int) Tracker
+	if len(track) > 0 {
+		start = track[0]
+	}
+	lg := &logger{w: logw, quiet: start != nil, track: start}
 	p, err := cfg.parse(true)
 	if err != nil {
 		return err
@@ -181,7 +224,7 @@ func run(ctx context.Context, cfg Config, out string, logw io.Writer, h hooks) e
 			cmp.Compare(x.seed, y.seed), cmp.Compare(predIdx[x.pred.name], predIdx[y.pred.name]), cmp.Compare(methodIdx[x.method.name], methodIdx[y.method.name]),
 			cmp.Compare(x.cal, y.cal), cmp.Compare(x.unit, y.unit), cmp.Compare(x.eps, y.eps), cmp.Compare(x.budget, y.budget), cmp.Compare(x.k, y.k))
 	})
-	bar := progress.New(int64(len(todo)), "experiment")
+	bar := startTracker(lg.track, "experiment", len(todo))
 	r := &runner{p: p, h: h, out: out, lg: lg, bar: bar, total: len(todo)}
 	var g *graph.Graph
 	gds := -1
@@ -242,7 +285,7 @@ type runner struct {
 	h     hooks
 	out   string
 	lg    *logger
-	bar   *progress.Bar
+	bar   Tracker
 	total int
 
 	mu   sync.Mutex

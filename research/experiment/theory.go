@@ -13,7 +13,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/research/gen"
@@ -202,7 +201,7 @@ func runTheory(ctx context.Context, t TheoryConfig, out string, lg *logger) erro
 	slices.SortStableFunc(todo, func(a, b *theoryCell) int {
 		return cmp.Or(cmp.Compare(a.n, b.n), cmp.Compare(a.seed, b.seed), cmp.Compare(a.kind, b.kind))
 	})
-	bar := progress.New(int64(len(todo)), "theory")
+	bar := startTracker(lg.track, "theory", len(todo))
 	defer bar.Finish()
 	done := 0
 	for start := 0; start < len(todo); {
