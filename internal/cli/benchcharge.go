@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"runtime/pprof"
 
 	"github.com/dplp/dplp/internal/ledgerbench"
 	"github.com/dplp/dplp/internal/progress"
@@ -12,6 +14,7 @@ import (
 // benchChargeOptions holds the flag values of bench charge.
 type benchChargeOptions struct {
 	store, order string
+	cpuProfile   string
 	opt          ledgerbench.Options
 	asJSON       bool
 }
@@ -43,6 +46,7 @@ tracking records them (0: exposure tracking off).`,
 	f.StringVar(&o.order, "order", "label", "label, number or random")
 	f.Uint64Var(&o.opt.Seed, "seed", 1, "seed of the synthetic lists and of --order random")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the charging (go tool pprof) to this file")
 	return cmd
 }
 
@@ -77,6 +81,17 @@ func (o *benchChargeOptions) run(cmd *cobra.Command) error {
 	bar := progress.New(int64(o.opt.N), "charging")
 	done := 0
 	o.opt.Progress = func(n int) { bar.Add(n - done); done = n }
+	if o.cpuProfile != "" {
+		pf, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	res, err := ledgerbench.Run(cmd.Context(), st, o.opt)
 	bar.Finish()
 	if err != nil {
