@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/dplp/dplp/privunit"
 )
 
 // Release is one released top-K list: what was released, to whom, and what
@@ -51,6 +53,16 @@ type Release struct {
 	// Time is when the release was made; Charge sets it to the current time
 	// when zero. Stored with nanosecond precision, returned in UTC.
 	Time time.Time
+	// Unit is the privacy unit of the release's guarantee (privunit; the
+	// zero value, Party, is also what releases recorded before units were
+	// stored are read as). Cost and Rho are in this unit: a pair-unit list
+	// of cost eps is eps-DP for one protected pair and m x eps for a party
+	// with m protected pairs (group privacy). The per-user cap (Cap)
+	// compares the sum of Cost over all units with Cap.Eps: a pair-unit
+	// cost counts as its eps, so a cap over a user's mixed releases is a
+	// pair-unit bound (a party-unit bound only when every release is
+	// party-unit). SpendByUnit reports spending per unit.
+	Unit privunit.Unit
 	// Influencers are the protected parties whose protected pairs can change
 	// User's utilities; the release's Cost and Rho are added to exposure(w)
 	// for each of them. "*" means every party (and makes the other entries
@@ -308,6 +320,9 @@ func normalize(r Release, now time.Time) (Release, error) {
 	}
 	if !finiteNonNeg(r.Rho) {
 		return r, invalid("release for %q: rho=%v (want finite, >= 0)", r.User, r.Rho)
+	}
+	if !r.Unit.Valid() {
+		return r, invalid("release for %q: unknown privacy unit %v (want privunit.Party or privunit.Pair)", r.User, r.Unit)
 	}
 	if len(r.List) > r.K {
 		return r, invalid("release for %q: list of %d labels is longer than k=%d", r.User, len(r.List), r.K)

@@ -77,6 +77,7 @@ var migrations = []migration{
 		`CREATE INDEX releases_latest_prov ON releases (user_id, model, k, seeded, id)`,
 	}},
 	{5, "CHECK constraints on running totals: spend and exposure never negative, seeded <= releases", nil}, // dialectStmts
+	{6, "privacy unit of each release (party or pair; releases recorded before are party-unit)", []string{unitMigration}},
 }
 
 // dialectStmts holds the statements of migrations that differ between the

@@ -114,9 +114,9 @@ func openAt(ctx context.Context, dsn string, upto int, o OpenOptions) (*sqlStore
 				}
 			}
 		}
-		return openSQLite(ctx, path, opt, upto, o)
+		return atSchema(upto)(openSQLite(ctx, path, opt, upto, o))
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return openPostgres(ctx, dsn, upto, o)
+		return atSchema(upto)(openPostgres(ctx, dsn, upto, o))
 	case dsn == "":
 		return nil, fmt.Errorf("ledger: %w: empty store name; use sqlite:PATH or postgres://user@host/db", ErrInvalid)
 	default:

@@ -63,6 +63,9 @@ type sqlStore struct {
 	b        backend
 	now      func() time.Time
 	readOnly bool // OpenOptions.ReadOnly: writes fail, Exposure folds in memory
+	// noUnit: the store was opened at a schema before releases.unit
+	// (openAt with upto < 6, tests only); its releases are party-unit.
+	noUnit bool
 }
 
 // timeFormat is fixed width so that stored times sort as text.
@@ -78,15 +81,28 @@ func parseTime(s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-const releaseCols = "id, user_id, model, k, list, eps_p, cost, rho, seeded, COALESCE(idem_key, ''), created, influencers"
+const releaseCols = releaseColsNoUnit + ", unit"
 
-func scanRelease(r row) (Release, error) {
+func scanRelease(r row) (Release, error) { return scanReleaseFor(r, false) }
+
+// scanReleaseFor scans releaseColsFor(noUnit).
+func scanReleaseFor(r row, noUnit bool) (Release, error) {
 	var rel Release
 	var list, infl, created string
+	unit := "party"
 	var seeded int64
-	if err := r.Scan(&rel.ID, &rel.User, &rel.Model, &rel.K, &list, &rel.EpsP, &rel.Cost, &rel.Rho, &seeded, &rel.IdemKey, &created, &infl); err != nil {
+	dest := []any{&rel.ID, &rel.User, &rel.Model, &rel.K, &list, &rel.EpsP, &rel.Cost, &rel.Rho, &seeded, &rel.IdemKey, &created, &infl}
+	if !noUnit {
+		dest = append(dest, &unit)
+	}
+	if err := r.Scan(dest...); err != nil {
 		return rel, err
 	}
+	u, err := parseUnitCol(unit)
+	if err != nil {
+		return rel, fmt.Errorf("ledger: release %d: %w", rel.ID, err)
+	}
+	rel.Unit = u
 	rel.Seeded = seeded != 0
 	if err := json.Unmarshal([]byte(list), &rel.List); err != nil {
 		return rel, fmt.Errorf("ledger: release %d: stored list: %w", rel.ID, err)
@@ -166,7 +182,7 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 	var results []ChargeResult
 	err = s.b.write(ctx, func(q querier) error {
 		var err error
-		results, err = chargeTx(ctx, s.b, q, items, enc, bad, sorted, cap) // fn may be retried: start afresh
+		results, err = chargeTx(ctx, s.b, q, items, enc, bad, sorted, cap, s.noUnit) // fn may be retried: start afresh
 		return err
 	})
 	if err != nil {
@@ -192,7 +208,7 @@ type idemRef struct {
 // charge the items in order, then insert the accepted releases (with IDs
 // reserved by the backend, in multi-row statements) and write the changed
 // spend rows back.
-func chargeTx(ctx context.Context, b backend, q querier, items []Release, enc []encoded, bad []error, users []string, cap Cap) ([]ChargeResult, error) {
+func chargeTx(ctx context.Context, b backend, q querier, items []Release, enc []encoded, bad []error, users []string, cap Cap, noUnit bool) ([]ChargeResult, error) {
 	results := make([]ChargeResult, len(items))
 	for i := range items {
 		items[i].ID = 0 // a retried transaction starts afresh: no ID is reserved yet
@@ -204,7 +220,7 @@ func chargeTx(ctx context.Context, b backend, q querier, items []Release, enc []
 	if err != nil {
 		return nil, err
 	}
-	known, err := lookupIdem(ctx, q, items, bad)
+	known, err := lookupIdem(ctx, q, items, bad, noUnit)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +288,7 @@ func chargeTx(ctx context.Context, b backend, q querier, items []Release, enc []
 	for i, j := range sameAs {
 		results[i] = ChargeResult{Release: items[j]}
 	}
-	if err := insertReleases(ctx, q, items, enc, fresh); err != nil {
+	if err := insertReleases(ctx, q, items, enc, fresh, noUnit); err != nil {
 		return nil, err
 	}
 	return results, writeSpends(ctx, q, users, spends)
@@ -329,7 +345,7 @@ func lockSpends(ctx context.Context, q querier, users []string) (map[string]*spe
 // lookupIdem returns the recorded releases of the valid items' (user,
 // provenance, idempotency key) triples, one query per (key, provenance) and
 // chunk of users. Only releases of the item's own provenance are read.
-func lookupIdem(ctx context.Context, q querier, items []Release, bad []error) (map[idemRef]Release, error) {
+func lookupIdem(ctx context.Context, q querier, items []Release, bad []error, noUnit bool) (map[idemRef]Release, error) {
 	type keyProv struct {
 		key    string
 		seeded bool
@@ -355,12 +371,12 @@ func lookupIdem(ctx context.Context, q querier, items []Release, bad []error) (m
 			for _, u := range part {
 				args = append(args, u)
 			}
-			rs, err := q.query(ctx, "SELECT "+releaseCols+" FROM releases WHERE idem_key = ? AND seeded = ? AND user_id IN (?"+strings.Repeat(", ?", len(part)-1)+")", args...)
+			rs, err := q.query(ctx, "SELECT "+releaseColsFor(noUnit)+" FROM releases WHERE idem_key = ? AND seeded = ? AND user_id IN (?"+strings.Repeat(", ?", len(part)-1)+")", args...)
 			if err != nil {
 				return nil, err
 			}
 			for rs.Next() {
-				rel, err := scanRelease(rs)
+				rel, err := scanReleaseFor(rs, noUnit)
 				if err != nil {
 					rs.Close()
 					return nil, err
@@ -393,8 +409,11 @@ func encode(r *Release, buf *[]byte) encoded {
 // insertReleases records items[fresh[0]], items[fresh[1]], ... (their IDs
 // already set, enc their encoded columns) in multi-row statements: one
 // statement per release cost as much as the row itself.
-func insertReleases(ctx context.Context, q querier, items []Release, enc []encoded, fresh []int) error {
-	return execRows(ctx, q, len(fresh), 13, "INSERT INTO releases (id, user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded) VALUES ", "",
+func insertReleases(ctx context.Context, q querier, items []Release, enc []encoded, fresh []int, noUnit bool) error {
+	if noUnit {
+		return insertReleasesNoUnit(ctx, q, items, enc, fresh)
+	}
+	return execRows(ctx, q, len(fresh), 14, "INSERT INTO releases (id, user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded, unit) VALUES ", "",
 		func(n int, args []any) []any {
 			i := fresh[n]
 			r := &items[i]
@@ -413,7 +432,7 @@ func insertReleases(ctx context.Context, q querier, items []Release, enc []encod
 			if len(r.Influencers) > 0 {
 				folded = 0
 			}
-			return append(args, r.ID, r.User, r.Model, r.K, enc[i].list, r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), enc[i].infl, folded)
+			return append(args, r.ID, r.User, r.Model, r.K, enc[i].list, r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), enc[i].infl, folded, r.Unit.String())
 		})
 }
 
@@ -461,7 +480,7 @@ func (s *sqlStore) Latest(ctx context.Context, user, model string, k int, prov P
 	found := false
 	err = s.b.read(ctx, func(q querier) error {
 		var err error
-		rel, err = scanRelease(q.queryRow(ctx, "SELECT "+releaseCols+" FROM releases WHERE user_id = ? AND model = ? AND k = ? AND seeded = ? ORDER BY id DESC LIMIT 1", user, model, k, seeded))
+		rel, err = scanReleaseFor(q.queryRow(ctx, "SELECT "+releaseColsFor(s.noUnit)+" FROM releases WHERE user_id = ? AND model = ? AND k = ? AND seeded = ? ORDER BY id DESC LIMIT 1", user, model, k, seeded), s.noUnit)
 		if errors.Is(err, errNoRows) {
 			return nil
 		}
@@ -491,7 +510,7 @@ func (s *sqlStore) LatestBatch(ctx context.Context, users []string, model string
 		for _, u := range part {
 			args = append(args, u)
 		}
-		q := "SELECT " + releaseCols + " FROM releases WHERE model = ? AND k = ? AND seeded = ? AND user_id IN (?" + strings.Repeat(", ?", len(part)-1) + ") ORDER BY id"
+		q := "SELECT " + releaseColsFor(s.noUnit) + " FROM releases WHERE model = ? AND k = ? AND seeded = ? AND user_id IN (?" + strings.Repeat(", ?", len(part)-1) + ") ORDER BY id"
 		err := s.b.read(ctx, func(qr querier) error {
 			rs, err := qr.query(ctx, q, args...)
 			if err != nil {
@@ -499,7 +518,7 @@ func (s *sqlStore) LatestBatch(ctx context.Context, users []string, model string
 			}
 			defer rs.Close()
 			for rs.Next() {
-				rel, err := scanRelease(rs)
+				rel, err := scanReleaseFor(rs, s.noUnit)
 				if err != nil {
 					return err
 				}

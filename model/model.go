@@ -31,6 +31,9 @@ import (
 	"time"
 
 	"github.com/dplp/dplp/internal/atomicfile"
+	"github.com/dplp/dplp/mech/list"
+	"github.com/dplp/dplp/privunit"
+	"github.com/dplp/dplp/score"
 	"github.com/dplp/dplp/transform"
 )
 
@@ -59,35 +62,60 @@ const (
 	VariantLin     Variant = "lin"      // f = power basis alone (DPLP-Lin)
 	VariantUMNN    Variant = "umnn"     // f = UMNN on raw x (DPLP-UMNN)
 	VariantDPLPPub Variant = "dplp-pub" // lexicographic: rank by s_pub exactly, f within ties
+	// VariantList is the list-level mechanism dplp-list (mech/list,
+	// docs/privacy-model.md §16): no transform; one Laplace release of the
+	// private evidence vector per list, charged List.Eps whatever K.
+	VariantList Variant = "dplp-list"
 )
 
 // ParseVariant accepts a variant name in any case and with surrounding
-// spaces: "dplp", "lin" or "dplp-lin", "umnn" or "dplp-umnn", "dplp-pub".
+// spaces: "dplp", "lin" or "dplp-lin", "umnn" or "dplp-umnn", "dplp-pub",
+// "dplp-list".
 func ParseVariant(s string) (Variant, error) {
 	switch l := strings.ToLower(strings.TrimSpace(s)); l {
 	case "dplp-lin":
 		return VariantLin, nil
 	case "dplp-umnn":
 		return VariantUMNN, nil
-	case string(VariantDPLP), string(VariantLin), string(VariantUMNN), string(VariantDPLPPub):
+	case string(VariantDPLP), string(VariantLin), string(VariantUMNN), string(VariantDPLPPub), string(VariantList):
 		return Variant(l), nil
 	}
-	return "", fmt.Errorf("model: unknown variant %q (want dplp, lin or dplp-lin, umnn or dplp-umnn, dplp-pub)", s)
+	return "", fmt.Errorf("model: unknown variant %q (want dplp, lin or dplp-lin, umnn or dplp-umnn, dplp-pub, dplp-list)", s)
 }
+
+// ListLevel reports whether releases with the variant are list-level
+// (dplp-list: one charge per list whatever K) rather than per pick.
+func (v Variant) ListLevel() bool { return v == VariantList }
 
 // Lexicographic reports whether releases with the variant rank by the
 // public score exactly and apply the exponential mechanism on f(s) only
 // within groups of equal s_pub (dplp-pub; docs/privacy-model.md §11).
 func (v Variant) Lexicographic() bool { return v == VariantDPLPPub }
 
-// Model is a deployable transform. Utility and Delta are safe for
-// concurrent use.
+// Model is a deployable model: a per-pick transform (variants dplp, lin,
+// umnn, dplp-pub: EpsP, Grid and F set, List nil) or a list-level model
+// (variant dplp-list: List set, EpsP, Grid and F absent). Utility and Delta
+// are safe for concurrent use.
+//
+// The privacy unit (Unit, docs/privacy-model.md §16) is recorded by every
+// model written since units exist: "party" for per-pick models (their
+// calibration, Delta_s(u), is a party-unit bound, and a party-unit
+// guarantee implies the same pair-unit one), "party" or "pair" for
+// dplp-list. Files written before have no unit field and are party-unit
+// models; they load, and keep their checksum, unchanged (the new fields are
+// omitted when empty, so the checksummed encoding of an old model is the
+// same bytes).
 type Model struct {
 	Score   string    `json:"score"` // base score name, e.g. "aa"
 	Variant Variant   `json:"variant"`
-	EpsP    float64   `json:"eps_p"` // eps_p the transform was trained for
-	Grid    int       `json:"grid"`  // table points over x = s/S_max in [0, 1]
-	F       []float64 `json:"f"`     // table of f
+	EpsP    float64   `json:"eps_p,omitempty"` // eps_p the transform was trained for (per-pick models)
+	Grid    int       `json:"grid,omitempty"`  // table points over x = s/S_max in [0, 1] (per-pick models)
+	F       []float64 `json:"f,omitempty"`     // table of f (per-pick models)
+	// Unit is the privacy unit of the model's guarantee: "party", "pair"
+	// (dplp-list only) or "" (a file from before units: party).
+	Unit string `json:"unit,omitempty"`
+	// List is the list-level mechanism of a dplp-list model; nil otherwise.
+	List *ListSpec `json:"list,omitempty"`
 	// H is the public transform h of dplp-pub models written before the
 	// lexicographic mechanism (utility h(s_pub) + f(s)). Such files no
 	// longer load (see ErrOldPublic); the field stays so that the refusal
@@ -102,6 +130,31 @@ type Model struct {
 
 	f   *transform.Table
 	lex bool
+}
+
+// ListSpec is what a dplp-list model releases with (mech/list): the
+// private evidence of Evidence (a triad score: CN's protected-wedge count
+// for cn, aa and ra, the score's own evidence for jc and pa) is released
+// once per list with Laplace noise of scale L1(u)/Eps under the model's
+// unit, and the list is ranked by Combine of the model's score's public
+// part and the noisy evidence. Eps is the charge of one list whatever its
+// length (0 when Combine.W = 0 or L1(u) = 0). Combine, Rho and the scales
+// were fitted on invariant data (train/deploy.TrainList: the public
+// training graph with pseudo-protected edges, at noise level Eps and list
+// length FitK).
+type ListSpec struct {
+	Eps      float64      `json:"eps"`      // pure eps per list (> 0)
+	Evidence string       `json:"evidence"` // triad score whose evidence is released
+	Combine  list.Combine `json:"combine"`  // post-processing, fixed before any release
+	// Rho is the posterior family's prior scale fitted with (private
+	// evidence per public wedge, invariant); Combine.Rho is the value used.
+	Rho      float64 `json:"rho"`
+	FitK     int     `json:"fit_k"`     // list length the combination was fitted for
+	PubScale float64 `json:"pub_scale"` // training public scores' rescaling (list.MeanRatio)
+	EvScale  float64 `json:"ev_scale"`  // training evidence's rescaling
+	// Fit reports the training AUC@FitK of the chosen combination and of
+	// public-only (W = 0).
+	Fit *list.FitReport `json:"fit,omitempty"`
 }
 
 // PredictorSpec describes a base predictor and its options (see package
@@ -216,12 +269,16 @@ func Compile(fit Fit, info Info) (*Model, error) {
 	if created.IsZero() {
 		created = time.Now()
 	}
+	if fit.Variant.ListLevel() {
+		return nil, errors.New("model: a dplp-list model has no transform to compile (use CompileList)")
+	}
 	m := &Model{
 		Score:   info.Score,
 		Variant: fit.Variant,
 		EpsP:    fit.EpsP,
 		Grid:    len(fv),
 		F:       fv,
+		Unit:    privunit.Party.String(),
 		Meta: Metadata{
 			Config:         cfg,
 			Epochs:         fit.Epochs,
@@ -252,6 +309,21 @@ func (m *Model) init() error {
 	if v != m.Variant {
 		return fmt.Errorf("model: variant %q is not in canonical form (want %q)", m.Variant, v)
 	}
+	if m.Unit != "" {
+		u, err := privunit.Parse(m.Unit)
+		if err != nil || u.String() != m.Unit {
+			return fmt.Errorf("model: unit %q (want party or pair)", m.Unit)
+		}
+	}
+	if v.ListLevel() {
+		return m.initList()
+	}
+	if m.List != nil {
+		return fmt.Errorf("model: variant %s with a list-level mechanism", v)
+	}
+	if m.Unit == privunit.Pair.String() {
+		return fmt.Errorf("model: variant %s is calibrated to the party unit (Delta_s(u) bounds a whole party's pairs): unit pair is only for dplp-list", v)
+	}
 	if !(m.EpsP > 0) || math.IsInf(m.EpsP, 0) {
 		return fmt.Errorf("model: eps_p = %v", m.EpsP)
 	}
@@ -271,6 +343,81 @@ func (m *Model) init() error {
 	return nil
 }
 
+// initList validates a dplp-list model.
+func (m *Model) initList() error {
+	l := m.List
+	switch {
+	case l == nil:
+		return errors.New("model: dplp-list model without its list mechanism")
+	case m.Unit == "":
+		return errors.New("model: dplp-list model without a privacy unit")
+	case m.EpsP != 0 || m.Grid != 0 || m.F != nil || m.H != nil:
+		return errors.New("model: dplp-list model with a per-pick transform")
+	case !(l.Eps > 0) || math.IsInf(l.Eps, 0):
+		return fmt.Errorf("model: dplp-list eps per list %v (want positive and finite)", l.Eps)
+	case l.FitK < 1:
+		return fmt.Errorf("model: dplp-list fit_k %d (want >= 1)", l.FitK)
+	}
+	for _, x := range []float64{l.Rho, l.PubScale, l.EvScale} {
+		if !(x >= 0) || math.IsInf(x, 0) {
+			return fmt.Errorf("model: dplp-list rho/scales %v, %v, %v (want finite >= 0)", l.Rho, l.PubScale, l.EvScale)
+		}
+	}
+	if err := l.Combine.Validate(); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	if _, err := score.ParseKind(l.Evidence); err != nil {
+		return fmt.Errorf("model: dplp-list evidence score: %w", err)
+	}
+	if _, err := score.ParseKind(m.Score); err != nil {
+		return fmt.Errorf("model: dplp-list needs a triad score (cn, aa, ra, jc, pa), got %q: %w", m.Score, err)
+	}
+	m.f, m.lex = nil, false
+	return nil
+}
+
+// CompileList builds a dplp-list model for triad score scoreName under unit
+// from its fitted mechanism spec; info.Grid must be 0. The model is
+// validated as Load would.
+func CompileList(scoreName string, unit privunit.Unit, spec ListSpec, info Info) (*Model, error) {
+	if !unit.Valid() {
+		return nil, fmt.Errorf("model: invalid unit %v", unit)
+	}
+	if info.Grid != 0 {
+		return nil, errors.New("model: a dplp-list model has no table grid")
+	}
+	created := info.Created
+	if created.IsZero() {
+		created = time.Now()
+	}
+	sp := spec
+	if spec.Fit != nil {
+		f := *spec.Fit
+		sp.Fit = &f
+	}
+	m := &Model{Score: scoreName, Variant: VariantList, Unit: unit.String(), List: &sp,
+		Meta: Metadata{Seed: info.Seed, Dataset: info.Dataset, Created: created.UTC().Round(0)}}
+	if sp.Fit != nil {
+		m.Meta.TrainQueries = sp.Fit.Queries
+	}
+	if err := m.init(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// PrivacyUnit is the model's privacy unit: Pair for a pair-unit dplp-list
+// model, Party otherwise (files without a unit are party-unit models).
+func (m *Model) PrivacyUnit() privunit.Unit {
+	if m.Unit == privunit.Pair.String() {
+		return privunit.Pair
+	}
+	return privunit.Party
+}
+
+// ListLevel reports whether m is a dplp-list model (List set).
+func (m *Model) ListLevel() bool { return m.Variant.ListLevel() }
+
 // Public reports whether releases use the public score: the dplp-pub
 // variant, released with the lexicographic mechanism (Lexicographic).
 func (m *Model) Public() bool { return m.lex }
@@ -287,13 +434,26 @@ func (m *Model) Tables() (f, h *transform.Table) { return m.f, nil }
 // Utility returns f(s/sMax); sPub is not part of the utility (dplp-pub
 // ranks by it exactly, see Lexicographic). Arguments outside [0, sMax] are
 // clamped; sMax <= 0 maps every score to x = 0. NaN propagates.
+//
+// A dplp-list model has no transform: Utility is 0 and Delta +Inf (a
+// per-pick mechanism handed one by mistake releases a uniformly random
+// list, which reads no private data). Release it with package release.
 func (m *Model) Utility(s, sPub, sMax float64) float64 {
+	if m.f == nil {
+		return 0
+	}
 	return m.f.Eval(ratio(s, sMax))
 }
 
 // AppendUtilities appends Utility(s[i], ·, sMax) to dst for every i in idx,
 // in order (calib.Plan.AppendUtilities uses it for a whole candidate list).
 func (m *Model) AppendUtilities(dst, s []float64, idx []int, sMax float64) []float64 {
+	if m.f == nil {
+		for range idx {
+			dst = append(dst, 0)
+		}
+		return dst
+	}
 	if sMax > 0 {
 		return m.f.AppendRatios(dst, s, idx, sMax)
 	}
@@ -321,6 +481,8 @@ func ratio(s, sMax float64) float64 {
 // makes the mechanism uniform (fail-safe).
 func (m *Model) Delta(deltaS, sMax float64) float64 {
 	switch {
+	case m.f == nil:
+		return math.Inf(1)
 	case deltaS == 0:
 		return 0
 	case !(deltaS > 0):

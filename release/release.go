@@ -81,6 +81,12 @@ type Guarantee struct {
 	Eps       float64 `json:"eps"`   // pure protected-pair DP of the list: Picks x eps_p
 	Rho       float64 `json:"rho"`   // zCDP of the list: Picks x eps_p^2 / 8 (bounded range)
 	Text      string  `json:"text"`
+	// Unit is the privacy unit of the guarantee: "party" for per-pick
+	// mechanisms, the model's unit for dplp-list.
+	Unit string `json:"unit,omitempty"`
+	// EpsList is a dplp-list model's charge per fresh list (its eps,
+	// whatever K); 0 for per-pick mechanisms.
+	EpsList float64 `json:"eps_list,omitempty"`
 }
 
 // Result is one user's outcome.
@@ -239,6 +245,7 @@ type Recommender struct {
 	uncharged  bool   // WithoutLedger
 	infl       influence
 	pool       sync.Pool // *workerState
+	list       *listRel  // dplp-list models (listrel.go); nil for per-pick mechanisms
 }
 
 type workerState struct {
@@ -247,6 +254,7 @@ type workerState struct {
 	s      Sampler
 	in     UserInput
 	crypto *rand.Rand
+	list   listWorker // dplp-list buffers
 }
 
 // New builds a Recommender for model m on graph g with marks p.
@@ -257,6 +265,9 @@ func New(m *model.Model, g *graph.Graph, p *protect.Set, opts ...Option) (*Recom
 	id, err := m.ID()
 	if err != nil {
 		return nil, err
+	}
+	if m.ListLevel() {
+		return newListRecommender(m, id, g, p, opts...)
 	}
 	cfg := calib.Config{Method: calib.Exponential, Eps: m.EpsP, Transform: m}
 	return newRecommender(cfg, id, m.Score, g, p, opts...)
@@ -342,7 +353,7 @@ func (r *Recommender) Provenance() ledger.Provenance { return ledger.ProvenanceO
 // SeededText is the Guarantee.Text of every seeded list.
 const SeededText = "seeded noise (reproducible): NO privacy guarantee, not for deployment"
 
-// EpsP is the per-pick epsilon.
+// EpsP is the per-pick epsilon (0 for a dplp-list model: see EpsList).
 func (r *Recommender) EpsP() float64 { return r.cfg.Eps }
 
 // Graph is the graph lists are released on.
@@ -391,11 +402,24 @@ func (r *Recommender) guarantee(picks int, seeded bool) Guarantee {
 	default:
 		g.Text = fmt.Sprintf("%g-protected-pair DP for this user (%d picks x eps_p %g, basic composition); rho %g zCDP", eps, picks, e, g.Rho)
 	}
+	g.Unit = "party"
 	return g
+}
+
+// guaranteeFor is the guarantee of a list charged cost (picks random picks
+// for a per-pick mechanism).
+func (r *Recommender) guaranteeFor(cost float64, picks int, seeded bool) Guarantee {
+	if r.list != nil {
+		return r.listGuarantee(cost, seeded)
+	}
+	return r.guarantee(picks, seeded)
 }
 
 // sample draws one user's list (no accounting).
 func (r *Recommender) sample(ws *workerState, u int32, k int, stream uint64) (Outcome, error) {
+	if r.list != nil {
+		return r.sampleList(ws, u, k, stream)
+	}
 	ws.w.Score(u, &ws.r)
 	res := &ws.r
 	ws.in = UserInput{N: r.g.N(), Cands: res.Cands, S: res.S, Pub: res.Pub, Zero: res.Zero,
@@ -420,6 +444,17 @@ func (r *Recommender) ledgerRelease(u int32, k int, out Outcome, idem string) le
 	list := make([]string, len(out.IDs))
 	for i, v := range out.IDs {
 		list[i] = r.g.Label(v)
+	}
+	if r.list != nil {
+		// One charge per list, whatever K (accountant.PureList), in the
+		// model's unit; seeded lists are charged as crypto ones.
+		ch := accountant.PureList(out.ListEps)
+		rel := ledger.Release{User: r.g.Label(u), Model: r.modelID, K: k, EpsP: r.list.spec.Eps, List: list,
+			Cost: ch.Eps, Rho: ch.Rho, Seeded: r.seed != nil, IdemKey: idem, Unit: r.list.unit}
+		if ch.Eps > 0 && r.store != nil && !r.noExposure {
+			rel.Influencers = r.infl.of(u)
+		}
+		return rel
 	}
 	// A seeded list is charged what the same list would cost with crypto
 	// noise (research runs spend the budget they would in deployment).
@@ -600,7 +635,7 @@ func (r *Recommender) prepare(ctx context.Context, c call, users []int32, k int,
 			w.res[i].List = prev.List
 			w.res[i].ReleaseID = prev.ID
 			w.res[i].Seeded = prev.Seeded
-			w.res[i].Guarantee = r.guarantee(r.picksOf(prev.Cost), prev.Seeded)
+			w.res[i].Guarantee = r.guaranteeFor(prev.Cost, r.picksOf(prev.Cost), prev.Seeded)
 			w.res[i].Notice = "re-served at no cost (post-processing of an earlier release)"
 			continue
 		}
@@ -675,7 +710,7 @@ func (r *Recommender) commit(ctx context.Context, w *window, k int) ([]Result, e
 			res[i].ReleaseID = c.Release.ID
 			res[i].Fresh = c.Fresh
 			res[i].Seeded = c.Release.Seeded
-			res[i].Guarantee = r.guarantee(r.picksOf(c.Release.Cost), c.Release.Seeded)
+			res[i].Guarantee = r.guaranteeFor(c.Release.Cost, r.picksOf(c.Release.Cost), c.Release.Seeded)
 			if c.Fresh {
 				res[i].Cost = c.Release.Cost
 			} else {
@@ -691,7 +726,7 @@ func (r *Recommender) commit(ctx context.Context, w *window, k int) ([]Result, e
 		res[i].Fresh = true
 		res[i].Cost = recs[j].Cost
 		res[i].Seeded = recs[j].Seeded
-		res[i].Guarantee = r.guarantee(outs[i].Picks, recs[j].Seeded)
+		res[i].Guarantee = r.guaranteeFor(recs[j].Cost, outs[i].Picks, recs[j].Seeded)
 		res[i].Candidates, res[i].Delta = outs[i].Candidates, outs[i].Delta
 		r.notice(&res[i], outs[i], k)
 	}
@@ -731,6 +766,9 @@ type UserView struct {
 func (r *Recommender) View(u int32) (UserView, error) {
 	if u < 0 || int(u) >= r.g.N() {
 		return UserView{}, fmt.Errorf("release: user id %d out of range", u)
+	}
+	if r.list != nil {
+		return UserView{}, errors.New("release: a dplp-list model has no per-candidate utilities (audit it with audit.AuditList)")
 	}
 	ws := r.state()
 	defer r.pool.Put(ws)

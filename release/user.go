@@ -40,6 +40,9 @@ type Outcome struct {
 	Delta float64 // utility sensitivity used for the noise
 	// Candidates is the number of candidates sampled from.
 	Candidates int
+	// ListEps is a dplp-list list's charge (its eps, or 0 when it reads no
+	// evidence); 0 for per-pick outcomes (their charge is Picks x eps_p).
+	ListEps float64
 }
 
 // Sampler holds one goroutine's reusable buffers.

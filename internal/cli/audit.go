@@ -2,11 +2,16 @@ package cli
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/dplp/dplp/audit"
 	"github.com/dplp/dplp/audit/endtoend"
 	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/mech/list"
 	"github.com/dplp/dplp/model"
+	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/research/evaluate"
 	"github.com/dplp/dplp/score"
@@ -23,6 +28,7 @@ type auditOptions struct {
 	sampler            string
 	variant, modelPath string
 	epochs, toggles    int
+	mechanisms, units  []string // --mechanism, --unit: the list-level audit
 	cfg                audit.Config
 }
 
@@ -80,6 +86,9 @@ reserve_violations, sampler and training_invariance.`,
 			if o.e2e {
 				return o.runEndToEnd(cmd)
 			}
+			if len(o.mechanisms) > 0 {
+				return o.runList(cmd)
+			}
 			if err := o.validate(cmd); err != nil {
 				return err
 			}
@@ -110,6 +119,167 @@ func (o *auditOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.sampler, "sampler", "float", "float (the mechanisms as released by default) or exact (the exact base-2 exponential mechanism of mech/exact, audited against K x its proven eps per pick); with --end-to-end the default is the deployed sampler (exact)")
 	f.BoolVar(&o.e2e, "end-to-end", false, "audit the whole deployed pipeline: graphs written as text and loaded (representation checks), training on every neighbouring graph (bit-identical models required), the release path's utilities, exact list probabilities of the deployed sampler against the charged cost, influence sets, the re-serve layer (--variant V audits V only, default dplp and dplp-pub; --model FILE audits that model; --graphs, --k (<= 3), --eps, --seed, --score, --sampler, --toggles apply)")
 	f.IntVar(&o.toggles, "toggles", endtoend.Default().Toggles, "with --end-to-end: neighbouring graphs audited per graph (0: all)")
+	f.StringSliceVar(&o.mechanisms, "mechanism", nil, "audit the list-level mechanisms instead (docs/privacy-model.md §16): dplp-list and/or perturb-once, under every --unit; --graphs, --min-nodes, --max-nodes, --eps, --seed and --score apply")
+	f.StringSliceVar(&o.units, "unit", []string{"party", "pair"}, "with --mechanism: privacy units audited (party, pair)")
+}
+
+// listAuditJSON is the --json output of the list-level audit.
+type listAuditJSON struct {
+	Reports    []audit.ListReport `json:"reports"`
+	Checks     int                `json:"checks"`
+	Violations int                `json:"violations"`
+	// Controls counts the negative controls (dplp-list at half the noise,
+	// perturb-once at twice the flip strength) and ControlsCaught how many
+	// of them the audit flagged: every one must be.
+	Controls       int `json:"controls"`
+	ControlsCaught int `json:"controls_caught"`
+}
+
+// runList runs the exact audit of the list-level mechanisms (audit.AuditList,
+// audit.AuditPerturbOnce) on --graphs random graphs per unit and score:
+// dplp-list with the posterior, thresholded and public-only (W = 0)
+// combinations at --eps against its charged cost, and its negative control
+// (half the noise, which must be caught); perturb-once likewise (twice the
+// flip strength). Exit status 1 on any violation or an uncaught control.
+func (o *auditOptions) runList(cmd *cobra.Command) error {
+	cfg := o.cfg
+	if !(cfg.Eps > 0) || cfg.Graphs < 1 || cfg.MinNodes < 3 || cfg.MaxNodes < cfg.MinNodes || cfg.MaxNodes > 12 {
+		return fmt.Errorf("--eps > 0, --graphs >= 1 and 3 <= --min-nodes <= --max-nodes <= 12 are required")
+	}
+	var units []privunit.Unit
+	for _, s := range o.units {
+		u, err := privunit.Parse(s)
+		if err != nil {
+			return err
+		}
+		units = append(units, u)
+	}
+	var kinds []score.Kind // evidence kinds, each once
+	for _, s := range o.kinds {
+		k, err := score.ParseKind(s)
+		if err != nil {
+			return err
+		}
+		if ek := list.EvidenceKind(k); !slices.Contains(kinds, ek) {
+			kinds = append(kinds, ek)
+		}
+	}
+	var out listAuditJSON
+	add := func(rep audit.ListReport, control bool) {
+		if control {
+			out.Controls++
+			if !rep.Passed() {
+				out.ControlsCaught++
+			}
+			return
+		}
+		out.Reports = append(out.Reports, rep)
+		out.Checks += rep.Checks
+		out.Violations += rep.Violations
+	}
+	for _, mech := range o.mechanisms {
+		if mech != "dplp-list" && mech != "perturb-once" {
+			return fmt.Errorf("--mechanism: want dplp-list or perturb-once, got %q", mech)
+		}
+		for _, unit := range units {
+			rng := randx.Derive(cfg.Seed, 0x6c6973, uint64(unit))
+			for gi := 0; gi < cfg.Graphs; gi++ {
+				g, p, err := audit.RandomListInstance(cfg.MinNodes, cfg.MaxNodes, rng)
+				if err != nil {
+					return err
+				}
+				if mech == "perturb-once" {
+					for _, f := range []float64{1, 2} {
+						rep, err := audit.AuditPerturbOnce(g, p, unit, cfg.Eps, f)
+						if err != nil {
+							return err
+						}
+						add(rep, f != 1)
+					}
+					continue
+				}
+				rho := list.PriorRho(p.Public(g), p)
+				combs := []list.Combine{{}, {W: 1, T: 1}}
+				if d := list.DefaultPosterior(rho).Default; rho > 0 {
+					combs = append(combs, *d)
+				}
+				for _, k := range kinds {
+					var tight bool // the l1 bound is nearly attained: halved noise must be caught
+					for _, c := range combs {
+						rep, err := audit.AuditList(g, p, k, unit, cfg.Eps, c, 1)
+						if err != nil {
+							return err
+						}
+						rep.Mechanism = fmt.Sprintf("dplp-list %s %s", strings.ToLower(k.String()), combName(c))
+						tight = tight || (c.W > 0 && rep.WorstRatio > 0.5+1e-6)
+						add(rep, false)
+					}
+					if tight {
+						rep, err := audit.AuditList(g, p, k, unit, cfg.Eps, list.Combine{W: 1}, 0.5)
+						if err != nil {
+							return err
+						}
+						add(rep, true)
+					}
+				}
+			}
+		}
+	}
+	pass := out.Violations == 0 && out.ControlsCaught == out.Controls && out.Controls > 0
+	if o.asJSON {
+		if err := printJSON(cmd.OutOrStdout(), out); err != nil {
+			return err
+		}
+	} else {
+		p := newPrinter(cmd.OutOrStdout(), formatTable)
+		p.line("exact audit of the list-level mechanisms (docs/privacy-model.md §16): eps %g, %d graphs of %d-%d nodes per unit, seed %d", cfg.Eps, cfg.Graphs, cfg.MinNodes, cfg.MaxNodes, cfg.Seed)
+		p.row("unit", "mechanism", "checks", "worst ratio / cost", "violations")
+		for _, r := range summarise(out.Reports) {
+			p.row(r.Unit, r.Mechanism, strconv.Itoa(r.Checks), fmt.Sprintf("%.4g", r.WorstRatio), strconv.Itoa(r.Violations))
+		}
+		verdict := "PASS"
+		if !pass {
+			verdict = "FAIL"
+		}
+		p.line("%d checks, %d violations; negative controls caught %d of %d: %s", out.Checks, out.Violations, out.ControlsCaught, out.Controls, verdict)
+		if err := p.flush(); err != nil {
+			return err
+		}
+	}
+	if !pass {
+		return exitCode(1)
+	}
+	return nil
+}
+
+// combName names a combination family for the audit table.
+func combName(c list.Combine) string {
+	switch {
+	case c.W == 0:
+		return "public-only (W = 0)"
+	case c.Post:
+		return "posterior"
+	}
+	return "threshold"
+}
+
+// summarise merges reports of the same unit and mechanism (over graphs).
+func summarise(reps []audit.ListReport) []audit.ListReport {
+	var out []audit.ListReport
+	idx := map[[2]string]int{}
+	for _, r := range reps {
+		key := [2]string{r.Unit, r.Mechanism}
+		i, ok := idx[key]
+		if !ok {
+			idx[key] = len(out)
+			out = append(out, r)
+			continue
+		}
+		out[i].Checks += r.Checks
+		out[i].Violations += r.Violations
+		out[i].WorstRatio = max(out[i].WorstRatio, r.WorstRatio)
+	}
+	return out
 }
 
 // validate parses --score and --method into cfg and checks the flags of the

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dplp/dplp/ledger"
+	"github.com/dplp/dplp/privunit"
 )
 
 const storeHelp = "ledger store: sqlite:PATH or postgres://user@host/db (default: $XDG_STATE_HOME/dplp/ledger.db, else ~/.local/state/dplp/ledger.db; printed when used)"
@@ -280,6 +281,18 @@ type ledgerUserJSON struct {
 type ledgerShowJSON struct {
 	Users      []ledgerUserJSON `json:"users"`
 	TotalSpent float64          `json:"total_spent"`
+	// ByUnit is the spending per privacy unit; written only when some
+	// release is not party-unit (a ledger of per-pick releases keeps its
+	// output unchanged).
+	ByUnit []ledgerUnitJSON `json:"by_unit,omitempty"`
+}
+
+// ledgerUnitJSON is one privacy unit's spending over every user.
+type ledgerUnitJSON struct {
+	Unit     string  `json:"unit"`
+	Spent    float64 `json:"spent"`
+	Rho      float64 `json:"rho"`
+	Releases int     `json:"releases"`
 }
 
 // ledgerShowOptions holds the flag values of ledger show.
@@ -296,8 +309,14 @@ func newLedgerShowCmd() *cobra.Command {
 		Long: `Prints, for every user with at least one release, the total pure-DP epsilon
 spent (basic composition of the user's lists), the total zCDP rho, the number
 of releases, and how many of them used a seeded noise generator (those carry
-no privacy guarantee; a warning is printed on stderr). With --json the output
-is exactly {"users": [{"user", "spent", "releases"}], "total_spent"}. The
+no privacy guarantee; a warning is printed on stderr), then the spending per
+privacy unit (party, pair: each release is recorded with its unit; a pair-unit
+eps is m x eps for a party with m protected pairs). With --json the output
+is exactly {"users": [{"user", "spent", "releases"}], "total_spent"}, plus
+"by_unit": [{"unit", "spent", "rho", "releases"}] when some release is
+pair-unit (dplp-list models trained with --unit pair). Users' totals and caps
+add the costs of all units: a cap over pair-unit lists bounds pair-unit
+spending only (docs/LEDGER.md). The
 store is opened read-only: a missing ledger is an error (nothing is created)
 and an old schema must be migrated first (dplp ledger init).`,
 		Args: cobra.NoArgs,
@@ -326,10 +345,42 @@ func (o *ledgerShowOptions) run(cmd *cobra.Command) error {
 	if seeded > 0 {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %d releases used a seeded noise generator: they have no privacy guarantee and must not be deployed\n", seeded)
 	}
+	var units []ledger.UnitSpend
+	if us, ok := s.(ledger.UnitSpender); ok {
+		if units, err = us.SpendByUnit(cmdContext(cmd)); err != nil {
+			return err
+		}
+	}
 	if o.asJSON {
+		for _, u := range units {
+			if u.Unit != privunit.Party {
+				out.ByUnit = unitsJSON(units)
+				break
+			}
+		}
 		return printJSON(cmd.OutOrStdout(), out)
 	}
-	return printLedgerUsers(newPrinter(cmd.OutOrStdout(), formatTable), users, out.TotalSpent)
+	p := newPrinter(cmd.OutOrStdout(), formatTable)
+	if err := printLedgerUsers(p, users, out.TotalSpent); err != nil {
+		return err
+	}
+	for _, u := range units {
+		note := ""
+		if u.Unit == privunit.Pair {
+			note = " (per protected pair: a party with m pairs gets m x)"
+		}
+		p.line("%s unit: spent %.6g eps, rho %.6g, over %d releases%s", u.Unit, u.Spent, u.Rho, u.Releases, note)
+	}
+	return p.flush()
+}
+
+// unitsJSON is the by_unit report.
+func unitsJSON(units []ledger.UnitSpend) []ledgerUnitJSON {
+	out := make([]ledgerUnitJSON, 0, len(units))
+	for _, u := range units {
+		out = append(out, ledgerUnitJSON{u.Unit.String(), u.Spent, u.Rho, u.Releases})
+	}
+	return out
 }
 
 // ledgerShow is the --json report of users' spending and the number of

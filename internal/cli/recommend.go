@@ -66,6 +66,16 @@ never mix: a run without --seed re-serves only lists released without a seed
 (a seeded list in the store is ignored and a private one is released and
 charged), and a --seed run re-serves only seeded lists.
 
+A dplp-list model (dplp train --variant dplp-list) releases each list with the
+list-level mechanism instead: the private evidence of every candidate is
+released once with Laplace noise calibrated to its l1 bound under the model's
+privacy unit, and the list is ranked by the fitted combination of the public
+score and the noisy evidence. A fresh list costs the model's eps whatever K (0
+when it reads no evidence), recorded in the ledger with its unit. The header
+states the unit; JSONL lines carry "unit" and "eps_list" (eps_p is 0) and CSV
+rows a unit column. Lines without a unit are per-pick models' (party unit: their
+calibration bounds a whole party, which implies the pair-unit guarantee).
+
 Marks must come from --protected FILE (or a snapshot that carries them):
 marks drawn from the private graph itself (--sigma) are a simulation and are
 refused here; use them with demo, experiment or attack.`,
@@ -125,6 +135,12 @@ type recLine struct {
 	EpsP            float64  `json:"eps_p"`
 	Cost            float64  `json:"cost"`
 	Seeded          bool     `json:"seeded"`
+	// Unit and EpsList are written for dplp-list models only (the list's
+	// privacy unit and its charge per fresh list): a line without them is
+	// a per-pick model's, whose unit is party; per-pick lines are therefore
+	// byte-identical to those written before units existed.
+	Unit    string  `json:"unit,omitempty"`
+	EpsList float64 `json:"eps_list,omitempty"`
 }
 
 func (o *recOptions) run(cmd *cobra.Command) error {
@@ -135,7 +151,11 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	if err := checkEps("model eps_p", m.EpsP, o.k); err != nil {
+	if m.ListLevel() {
+		if err := checkEps("model eps (per list)", m.List.Eps, 1); err != nil {
+			return fmt.Errorf("%s: %w", o.modelPath, err)
+		}
+	} else if err := checkEps("model eps_p", m.EpsP, o.k); err != nil {
 		return fmt.Errorf("%s: %w", o.modelPath, err)
 	}
 	g, prot, err := loadGraphMarks(cmd, o.graph, &o.pf, false)
@@ -160,14 +180,27 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	header := fmt.Sprintf("private top-%d by DPLP (%s on %s, exponential mechanism): eps_p %g per random pick, at most K x eps_p = %g per fresh list; ledger %s; crypto-seeded generator",
+	header := fmt.Sprintf("private top-%d by DPLP (%s on %s, exponential mechanism): eps_p %g per random pick, at most K x eps_p = %g per fresh list, party unit; ledger %s; crypto-seeded generator",
 		o.k, m.Variant, scName, m.EpsP, float64(o.k)*m.EpsP, storeName)
 	if rec.Seeded() {
 		// No guarantee text for seeded lists: they are not private.
-		header = fmt.Sprintf("SEEDED top-%d by DPLP (%s on %s, exponential mechanism), NO privacy guarantee: charged eps_p %g per random pick, at most K x eps_p = %g per fresh list; ledger %s; seeded generator (seed %d, per-user streams): reproducible, NOT for deployment",
+		header = fmt.Sprintf("SEEDED top-%d by DPLP (%s on %s, exponential mechanism), NO privacy guarantee: charged eps_p %g per random pick, at most K x eps_p = %g per fresh list, party unit; ledger %s; seeded generator (seed %d, per-user streams): reproducible, NOT for deployment",
 			o.k, m.Variant, scName, m.EpsP, float64(o.k)*m.EpsP, storeName, o.seed)
 	}
-	return o.stream(ctx, cmd, rec, users, newRecWriter(cmd, o.format, header, m.EpsP))
+	var w *recWriter
+	if !m.ListLevel() {
+		w = newRecWriter(cmd, o.format, header, m.EpsP)
+	} else {
+		u := m.PrivacyUnit()
+		header = fmt.Sprintf("private top-%d by dplp-list (%s, evidence %s, Laplace mechanism on the private evidence vector, one release per list): eps %g per fresh list whatever K (0 when a list reads no evidence), %s unit (%s); ledger %s; crypto-seeded generator",
+			o.k, scName, m.List.Evidence, m.List.Eps, u, u.Guarantee(), storeName)
+		if rec.Seeded() {
+			header = fmt.Sprintf("SEEDED top-%d by dplp-list (%s, evidence %s, Laplace mechanism on the private evidence vector), NO privacy guarantee: charged eps %g per fresh list whatever K, %s unit; ledger %s; seeded generator (seed %d, per-user streams): reproducible, NOT for deployment",
+				o.k, scName, m.List.Evidence, m.List.Eps, u, storeName, o.seed)
+		}
+		w = newListRecWriter(cmd, o.format, header, u.String(), m.List.Eps)
+	}
+	return o.stream(ctx, cmd, rec, users, w)
 }
 
 // recommender builds the release path for m on g: the ledger store and its
@@ -240,9 +273,28 @@ func (o *recOptions) stream(ctx context.Context, cmd *cobra.Command, rec *releas
 
 // recWriter prints results as they stream in.
 type recWriter struct {
-	p   *printer
-	eps float64
-	buf []byte // JSON line scratch
+	p       *printer
+	eps     float64
+	unit    string  // dplp-list models: their unit (written on every line); "" for per-pick
+	epsList float64 // dplp-list models: eps per list
+	buf     []byte  // JSON line scratch
+}
+
+// newListRecWriter is newRecWriter for a dplp-list model: JSONL lines carry
+// "unit" and "eps_list" (eps_p is 0: no per-pick epsilon), CSV rows a unit
+// column.
+func newListRecWriter(cmd *cobra.Command, format, header, unit string, epsList float64) *recWriter {
+	w := &recWriter{p: newPrinter(cmd.OutOrStdout(), format), unit: unit, epsList: epsList}
+	switch format {
+	case formatTable:
+		w.p.line("%s", header)
+	case formatCSV:
+		fmt.Fprintln(cmd.ErrOrStderr(), header)
+		w.p.row("user", "rank", "candidate", "eps_p", "k", "cost", "seeded", "unit")
+	case formatJSONL:
+		fmt.Fprintln(cmd.ErrOrStderr(), header)
+	}
+	return w
 }
 
 func newRecWriter(cmd *cobra.Command, format, header string, eps float64) *recWriter {
@@ -272,13 +324,19 @@ func (w *recWriter) write(r release.Result) error {
 		return w.p.line("%s%s: %s", r.User, tag, strings.Join(r.List, " "))
 	case formatCSV:
 		for i, v := range r.List {
-			if err := w.p.row(r.User, strconv.Itoa(i+1), v, strconv.FormatFloat(w.eps, 'g', -1, 64), strconv.Itoa(r.K), strconv.FormatFloat(r.Cost, 'g', -1, 64), strconv.FormatBool(r.Seeded)); err != nil {
+			var err error
+			if w.unit != "" {
+				err = w.p.row(r.User, strconv.Itoa(i+1), v, strconv.FormatFloat(w.eps, 'g', -1, 64), strconv.Itoa(r.K), strconv.FormatFloat(r.Cost, 'g', -1, 64), strconv.FormatBool(r.Seeded), w.unit)
+			} else {
+				err = w.p.row(r.User, strconv.Itoa(i+1), v, strconv.FormatFloat(w.eps, 'g', -1, 64), strconv.Itoa(r.K), strconv.FormatFloat(r.Cost, 'g', -1, 64), strconv.FormatBool(r.Seeded))
+			}
+			if err != nil {
 				return err
 			}
 		}
 		return nil
 	case formatJSONL:
-		line := recLine{User: r.User, Recommendations: nonNil(r.List), K: r.K, EpsP: w.eps, Cost: r.Cost, Seeded: r.Seeded}
+		line := recLine{User: r.User, Recommendations: nonNil(r.List), K: r.K, EpsP: w.eps, Cost: r.Cost, Seeded: r.Seeded, Unit: w.unit, EpsList: w.epsList}
 		w.buf = line.appendJSON(w.buf[:0])
 		return w.p.jsonLine(w.buf)
 	}
@@ -302,6 +360,14 @@ func (l recLine) appendJSON(b []byte) []byte {
 	b = jsonenc.AppendFloat(b, l.Cost)
 	b = append(b, `,"seeded":`...)
 	b = strconv.AppendBool(b, l.Seeded)
+	if l.Unit != "" {
+		b = append(b, `,"unit":`...)
+		b = jsonenc.AppendString(b, l.Unit)
+	}
+	if l.EpsList != 0 {
+		b = append(b, `,"eps_list":`...)
+		b = jsonenc.AppendFloat(b, l.EpsList)
+	}
 	return append(b, '}')
 }
 

@@ -8,9 +8,12 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/dplp/dplp/accountant"
+	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/predict"
+	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/train"
@@ -82,6 +85,8 @@ func (t *trainFlags) config(v train.Variant, eps float64) (train.Config, error) 
 // validate, the parsed predictor, variant and training configuration.
 type trainOptions struct {
 	path, kind, variant, out string
+	unit                     string
+	fitK                     int
 	eps                      float64
 	seed                     uint64
 	devFrac                  float64
@@ -93,12 +98,14 @@ type trainOptions struct {
 	spec predict.Spec
 	v    train.Variant
 	cfg  train.Config
+	list bool          // --variant dplp-list
+	u    privunit.Unit // parsed --unit
 }
 
 func newTrainCmd() *cobra.Command {
 	o := &trainOptions{}
 	cmd := &cobra.Command{
-		Use:   "train --graph FILE (--protected FILE | --sigma X) --score S --variant dplp|lin|umnn|dplp-pub --eps E --out MODEL",
+		Use:   "train --graph FILE (--protected FILE | --sigma X) --score S --variant dplp|lin|umnn|dplp-pub|dplp-list [--unit party|pair] --eps E --out MODEL",
 		Short: "Train DPLP's monotone transform and save a compiled model",
 		Long: `Trains the learned monotone transform f of DPLP (paper Sections 4.2-4.3) on
 invariant data only (privacy-model §5): scores are computed on the public graph
@@ -113,7 +120,24 @@ table (Delta_f exact) and saved with a checksum.
 Variants: dplp (power basis feeding a monotone neural network), lin (power
 basis alone, DPLP-Lin), umnn (monotone network on the raw score, DPLP-UMNN),
 dplp-pub (adds a learned monotone h of the zero-sensitivity public score, which
-costs no privacy; privacy-model §10).`,
+costs no privacy; privacy-model §10).
+
+--variant dplp-list trains the list-level mechanism (privacy-model §16): no
+transform; each list releases the private evidence of all of the user's
+candidates once with Laplace noise calibrated to its l1 bound under --unit, and
+costs --eps per LIST whatever K (0 when it reads no evidence). How the public
+score and the noisy evidence are combined is fitted here, on invariant data
+only: the public training graph with a seeded share of its edges marked
+pseudo-protected, at the noise of --eps, for lists of --fit-k (the research
+harness's procedure). Triad scores only (cn, aa, ra, jc, pa).
+
+--unit is the privacy unit recorded in the model and stated by every release:
+party (default; paper Definition 1: any subset of one party's protected pairs)
+or pair (one protected pair; a party with m protected pairs gets m x eps by
+group privacy). The per-pick variants are calibrated to the party unit (their
+Delta_s(u) bounds a whole party), which implies the same pair-unit guarantee:
+they record unit party and refuse --unit pair; use --variant dplp-list for a
+pair-unit calibration.`,
 		Args: cobra.NoArgs,
 		RunE: checked(o.validate, o.run),
 	}
@@ -125,8 +149,10 @@ func (o *trainOptions) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.path, "graph", "", "edge list file")
 	f.StringVar(&o.kind, "score", "", "base score: cn, aa, ra, jc, pa, node2vec, deepwalk, line, gcn, prune, struc2vec or file:PATH")
-	f.StringVar(&o.variant, "variant", "dplp", "dplp, lin, umnn or dplp-pub")
-	f.Float64Var(&o.eps, "eps", 0, "eps_p the model is trained for (> 0)")
+	f.StringVar(&o.variant, "variant", "dplp", "dplp, lin, umnn, dplp-pub or dplp-list")
+	f.StringVar(&o.unit, "unit", "party", "privacy unit: party (Definition 1) or pair (dplp-list only)")
+	f.IntVar(&o.fitK, "fit-k", 30, "dplp-list: list length the combination is fitted for")
+	f.Float64Var(&o.eps, "eps", 0, "eps_p per pick the model is trained for (> 0); with dplp-list, eps per list")
 	f.StringVar(&o.out, "out", "", "model file to write")
 	f.Uint64Var(&o.seed, "seed", 1, "seed of the training split, initialisation and training noise (training uses public data only)")
 	f.Float64Var(&o.devFrac, "dev-frac", 0.3, "fraction of each node's public edges held out as training positives")
@@ -142,8 +168,17 @@ func (o *trainOptions) validate() error {
 	if o.spec, err = predict.Parse(o.kind); err != nil {
 		return err
 	}
+	if o.u, err = privunit.Parse(o.unit); err != nil {
+		return fmt.Errorf("--unit: want party or pair, got %q", o.unit)
+	}
+	if mv, err := model.ParseVariant(o.variant); err == nil && mv.ListLevel() {
+		return o.validateList()
+	}
 	if o.v, err = deploy.ParseVariant(o.variant); err != nil {
-		return err
+		return fmt.Errorf("%w (or dplp-list)", err)
+	}
+	if o.u == privunit.Pair {
+		return fmt.Errorf("--unit pair: variant %s is calibrated to the party unit (Delta_s(u) bounds a whole party's protected pairs), which already implies the pair-unit guarantee; train it with --unit party, or use --variant dplp-list for a pair-unit calibration", o.v)
 	}
 	if err := checkEps("eps", o.eps, 0); err != nil {
 		return err
@@ -161,10 +196,64 @@ func (o *trainOptions) validate() error {
 	return err
 }
 
+// validateList checks the flags of --variant dplp-list.
+func (o *trainOptions) validateList() error {
+	o.list = true
+	if !o.spec.Triad {
+		return fmt.Errorf("--variant dplp-list needs a triad score (cn, aa, ra, jc, pa), got %q", o.kind)
+	}
+	if err := accountant.CheckEps(o.eps); err != nil {
+		return fmt.Errorf("--eps (per list): %w", err)
+	}
+	if o.fitK < 1 {
+		return fmt.Errorf("--fit-k must be >= 1, got %d", o.fitK)
+	}
+	if o.out == "" {
+		return fmt.Errorf("--out MODEL is required")
+	}
+	if err := checkFrac("dev-frac", o.devFrac); err != nil || o.devFrac == 0 || o.devFrac == 1 {
+		return fmt.Errorf("--dev-frac must be in (0,1), got %v", o.devFrac)
+	}
+	if o.maxQueries < 0 || o.negPerQuery < 1 {
+		return fmt.Errorf("--max-queries must be >= 0 and --neg-per-query >= 1")
+	}
+	return nil
+}
+
+// runList trains and saves a dplp-list model.
+func (o *trainOptions) runList(cmd *cobra.Command, g *graph.Graph, prot *protect.Set) error {
+	start := time.Now()
+	ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt)
+	defer stop()
+	m, sum, err := deploy.TrainList(ctx, g, prot, deploy.ListSpec{Score: o.spec.Name, Unit: o.u, Eps: o.eps, K: o.fitK, Seed: o.seed,
+		Sample: deploy.SampleConfig{DevFrac: o.devFrac, MaxQueries: o.maxQueries, NegPerQuery: o.negPerQuery}})
+	if err != nil {
+		return err
+	}
+	m.Predictor = o.predf.spec(o.spec.Name)
+	m.Meta.Dataset = fmt.Sprintf("%s: public graph, %d training queries (pseudo-protected)", o.path, sum.TrainQueries)
+	if err := model.Save(o.out, m); err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	l := m.List
+	fmt.Fprintf(w, "model %s: score %s, variant %s, unit %s, eps %g per list (whatever K; 0 when a list reads no evidence)\n", o.out, m.Score, m.Variant, m.Unit, l.Eps)
+	fmt.Fprintf(w, "evidence %s, combination %+v (prior rho %.4g, scales %.3g/%.3g), fitted for K = %d\n", l.Evidence, l.Combine, l.Rho, l.PubScale, l.EvScale, l.FitK)
+	if l.Combine.W == 0 {
+		fmt.Fprintf(w, "note: the training data vetoed the evidence at this eps: every list is the public-only ranking and costs 0\n")
+	}
+	fmt.Fprintf(w, "training queries %d, training AUC@%d %.4f (public-only %.4f)\n", sum.TrainQueries, l.FitK, sum.Report.AUC, sum.Report.PublicAUC)
+	fmt.Fprintf(w, "total time %.2f s\n", time.Since(start).Seconds())
+	return nil
+}
+
 func (o *trainOptions) run(cmd *cobra.Command) error {
 	g, prot, err := loadGraphMarks(cmd, o.path, &o.pf, false)
 	if err != nil {
 		return err
+	}
+	if o.list {
+		return o.runList(cmd, g, prot)
 	}
 	errw := cmd.ErrOrStderr()
 	fmt.Fprintf(errw, "training seed %d: fixes the training split, initialisation and training noise (public data only); the model is deployable, and lists released with it draw their own noise\n", o.seed)
@@ -204,7 +293,7 @@ func (o *trainOptions) run(cmd *cobra.Command) error {
 
 // print reports the saved model and its training.
 func (o *trainOptions) print(w io.Writer, m *model.Model, sum deploy.Summary, start time.Time) {
-	fmt.Fprintf(w, "model %s: score %s, variant %s, eps_p %g\n", o.out, m.Score, m.Variant, m.EpsP)
+	fmt.Fprintf(w, "model %s: score %s, variant %s, eps_p %g, unit %s\n", o.out, m.Score, m.Variant, m.EpsP, m.PrivacyUnit())
 	fmt.Fprintf(w, "training queries %d, epochs %d, best epoch %d, held-out AUC %.4f\n", sum.TrainQueries, sum.Epochs, sum.BestEpoch, sum.HeldOutAUC)
 	fmt.Fprintf(w, "total time %.2f s (training %.2f s, %.3f s per epoch)\n", time.Since(start).Seconds(), sum.Seconds, sum.Seconds/math.Max(1, float64(sum.Epochs)))
 }

@@ -46,19 +46,9 @@ const (
 // (list.PerturbOnceCost: eps per pair, eps x the largest party under the
 // party unit), paid once for every list.
 
-// evidenceKind is the score whose private evidence dplp-list releases for
-// a base score: the protected-wedge count (CN's evidence, l1 sensitivity 1
-// under the pair unit) for CN, AA and RA, whose own evidence would need the
-// larger bound of their weights and degree shifts (score.Evidence) for a
-// signal of a fraction of a wedge each; the score's own evidence for JC
-// and PA. The public part is always the base score's own s_pub.
-func evidenceKind(k score.Kind) score.Kind {
-	switch k {
-	case score.AA, score.RA:
-		return score.CN
-	}
-	return k
-}
+// evidenceKind is list.EvidenceKind: the score whose private evidence
+// dplp-list releases for a base score.
+func evidenceKind(k score.Kind) score.Kind { return list.EvidenceKind(k) }
 
 // listFitQueries caps the training queries a fit uses (evenly spaced).
 const listFitQueries = 400
@@ -143,44 +133,11 @@ func (r *runner) listScale(split *protocol.Split, c cell, kind score.Kind, train
 	if e.err != nil {
 		return 0, e.err
 	}
-	if len(train) == 0 || e.mean == 0 {
-		return 1, nil
-	}
-	var s float64
-	var n int
-	for _, x := range train {
-		if x > 0 {
-			s += x
-			n++
-		}
-	}
-	if n == 0 {
-		return 1, nil
-	}
-	return max(1, e.mean/(s/float64(n))), nil
+	return list.MeanRatio(e.mean, train), nil
 }
 
-// scaled returns the training queries with public scores multiplied by f
-// and evidence by g (listScale).
-func scaled(qs []list.TrainQuery, f, g float64) []list.TrainQuery {
-	out := make([]list.TrainQuery, len(qs))
-	for i, q := range qs {
-		t := q
-		t.Pub = make([]float64, len(q.Pub))
-		t.Evid = make([]float64, len(q.Evid))
-		for j := range q.Pub {
-			t.Pub[j], t.Evid[j] = f*q.Pub[j], g*q.Evid[j]
-		}
-		if q.Count != nil {
-			t.Count = make([]float64, len(q.Count))
-			for j := range q.Count {
-				t.Count[j] = g * q.Count[j]
-			}
-		}
-		out[i] = t
-	}
-	return out
-}
+// scaled is list.ScaleTrain.
+func scaled(qs []list.TrainQuery, f, g float64) []list.TrainQuery { return list.ScaleTrain(qs, f, g) }
 
 // splitID names a split within a run.
 func (r *runner) splitID(c cell) string {
@@ -212,62 +169,13 @@ func (r *runner) listTrain(split *protocol.Split, c cell) ([]list.TrainQuery, er
 		}
 		stride := max(1, (len(split.TrainQueries)+listFitQueries-1)/listFitQueries)
 		var qids []int32
-		pos := map[int32]int{}
+		var idx []int
 		for i := 0; i < len(split.TrainQueries); i += stride {
-			pos[split.TrainQueries[i]] = i
 			qids = append(qids, split.TrainQueries[i])
+			idx = append(idx, i)
 		}
-		out := make([]list.TrainQuery, len(qids))
-		slot := map[int32]int{}
-		for j, q := range qids {
-			slot[q] = j
-		}
-		var mu sync.Mutex
-		err = sc.EachWorker(qids, func(_ int, wk *score.Worker, res *score.Result) {
-			i := pos[res.U]
-			var tq list.TrainQuery
-			for _, v := range split.DevPos[i] {
-				tq.Label = append(tq.Label, true)
-				_, ps := wk.At(v)
-				tq.Pub = append(tq.Pub, ps)
-			}
-			for _, v := range split.DevNeg[i] {
-				tq.Label = append(tq.Label, false)
-				_, ps := wk.At(v)
-				tq.Pub = append(tq.Pub, ps)
-			}
-			mu.Lock()
-			out[slot[res.U]] = tq
-			mu.Unlock()
-		})
-		if err != nil {
-			e.err = err
-			return
-		}
-		evPub := make([][]float64, len(qids))
-		err = ev.EachWorker(qids, func(_ int, wk *score.Worker, res *score.Result) {
-			i := pos[res.U]
-			mu.Lock()
-			tq := &out[slot[res.U]]
-			mu.Unlock()
-			var pubs []float64
-			for _, v := range split.DevPos[i] {
-				s, ps := wk.At(v)
-				tq.Evid = append(tq.Evid, s-ps)
-				pubs = append(pubs, ps)
-			}
-			for _, v := range split.DevNeg[i] {
-				s, ps := wk.At(v)
-				tq.Evid = append(tq.Evid, s-ps)
-				pubs = append(pubs, ps)
-			}
-			tq.L1 = ev.Evidence(res.U, c.unit).L1
-			if ev != sc {
-				tq.Count = pubs
-			}
-			mu.Lock()
-			evPub[slot[res.U]] = pubs
-			mu.Unlock()
+		out, evPub, err := list.TrainData(sc, ev, c.unit, qids, func(j int) (pos, neg []int32) {
+			return split.DevPos[idx[j]], split.DevNeg[idx[j]]
 		})
 		e.qs, e.err = out, err
 		if ev != sc {
@@ -545,19 +453,5 @@ func (r *runner) listTrainPub(split *protocol.Split, c cell, kind score.Kind, qs
 	return e.pub
 }
 
-// listRho is the posterior family's prior scale: private evidence per
-// public wedge, estimated as |marks| / |non-protected edges of the test
-// graph| (both invariant: the marks are public and non-protected pairs do
-// not change; an over-estimate when marks include non-edges).
-func listRho(s *protocol.Split) float64 {
-	var pub int64
-	s.Test.Edges(func(a, b int32) {
-		if !s.Prot.Has(a, b) {
-			pub++
-		}
-	})
-	if pub == 0 {
-		return 0
-	}
-	return float64(s.Prot.Len()) / float64(pub)
-}
+// listRho is list.PriorRho of the split's test graph and marks.
+func listRho(s *protocol.Split) float64 { return list.PriorRho(s.Test, s.Prot) }

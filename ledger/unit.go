@@ -1,0 +1,141 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dplp/dplp/privunit"
+)
+
+// The privacy unit of every release (docs/privacy-model.md §16): schema
+// version 6 adds releases.unit, 'party' or 'pair'. Releases recorded before
+// it were all party-unit (per-pick models are calibrated to the party unit),
+// so the column defaults to 'party'.
+
+// unitMigration is migration 6 (both dialects: ADD COLUMN with a constant
+// default and a CHECK is valid in SQLite and PostgreSQL).
+const unitMigration = `ALTER TABLE releases ADD COLUMN unit TEXT NOT NULL DEFAULT 'party' CHECK (unit IN ('party', 'pair'))`
+
+// unitSchema is the schema version that added releases.unit.
+const unitSchema = 6
+
+// releaseColsNoUnit are the releases columns Release is read from, without
+// the unit (releaseCols adds it).
+const releaseColsNoUnit = "id, user_id, model, k, list, eps_p, cost, rho, seeded, COALESCE(idem_key, ''), created, influencers"
+
+// releaseColsFor is releaseCols, or releaseColsNoUnit for a store at a
+// schema before unitSchema.
+func releaseColsFor(noUnit bool) string {
+	if noUnit {
+		return releaseColsNoUnit
+	}
+	return releaseCols
+}
+
+// atSchema marks a store opened at schema upto (openAt) as one without the
+// unit column when upto < unitSchema: only tests open stores at older
+// schemas; OpenWith migrates to LatestSchema.
+func atSchema(upto int) func(*sqlStore, error) (*sqlStore, error) {
+	return func(s *sqlStore, err error) (*sqlStore, error) {
+		if err == nil && upto < unitSchema {
+			s.noUnit = true
+		}
+		return s, err
+	}
+}
+
+// insertReleasesNoUnit is insertReleases for a store without the unit
+// column (tests at older schemas): party-unit releases only.
+func insertReleasesNoUnit(ctx context.Context, q querier, items []Release, enc []encoded, fresh []int) error {
+	for _, i := range fresh {
+		if items[i].Unit != privunit.Party {
+			return fmt.Errorf("ledger: %w: a %v-unit release in a store at a schema before version %d", ErrInvalid, items[i].Unit, unitSchema)
+		}
+	}
+	return execRows(ctx, q, len(fresh), 13, "INSERT INTO releases (id, user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded) VALUES ", "",
+		func(n int, args []any) []any {
+			i := fresh[n]
+			r := &items[i]
+			var idem any
+			if r.IdemKey != "" {
+				idem = r.IdemKey
+			}
+			seeded := 0
+			if r.Seeded {
+				seeded = 1
+			}
+			folded := 1
+			if len(r.Influencers) > 0 {
+				folded = 0
+			}
+			return append(args, r.ID, r.User, r.Model, r.K, enc[i].list, r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), enc[i].infl, folded)
+		})
+}
+
+// parseUnitCol reads the releases.unit column.
+func parseUnitCol(s string) (privunit.Unit, error) {
+	switch s {
+	case "party":
+		return privunit.Party, nil
+	case "pair":
+		return privunit.Pair, nil
+	}
+	return 0, fmt.Errorf("stored privacy unit %q (want party or pair)", s)
+}
+
+// UnitSpend is the spending recorded under one privacy unit, over every
+// user: the sums of Cost and Rho of its releases (each in that unit), how
+// many releases, and how many of them were seeded (no guarantee).
+type UnitSpend struct {
+	Unit     privunit.Unit
+	Spent    float64
+	Rho      float64
+	Releases int
+	Seeded   int
+}
+
+// UnitSpender is implemented by stores that report spending per privacy
+// unit (the stores Open and OpenWith return do). Store does not require it,
+// so decorators and test doubles need not implement it.
+type UnitSpender interface {
+	// SpendByUnit returns the spending of every unit that has at least one
+	// release, party first.
+	SpendByUnit(ctx context.Context) ([]UnitSpend, error)
+}
+
+// SpendByUnit reports spending per unit (UnitSpender).
+func (s *sqlStore) SpendByUnit(ctx context.Context) ([]UnitSpend, error) {
+	var out []UnitSpend
+	err := s.b.snapshot(ctx, func(q querier) error {
+		out = out[:0]
+		rs, err := q.query(ctx, "SELECT unit, COUNT(*), COALESCE(SUM(cost), 0), COALESCE(SUM(rho), 0), COALESCE(SUM(seeded), 0) FROM releases GROUP BY unit")
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var name string
+			var n, seeded int64
+			var us UnitSpend
+			if err := rs.Scan(&name, &n, &us.Spent, &us.Rho, &seeded); err != nil {
+				return err
+			}
+			if us.Unit, err = parseUnitCol(name); err != nil {
+				return fmt.Errorf("ledger: %w", err)
+			}
+			us.Releases, us.Seeded = int(n), int(seeded)
+			out = append(out, us)
+		}
+		return rs.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	// party (0) before pair (1)
+	if len(out) == 2 && out[0].Unit > out[1].Unit {
+		out[0], out[1] = out[1], out[0]
+	}
+	return out, nil
+}
+
+var _ UnitSpender = (*sqlStore)(nil)
