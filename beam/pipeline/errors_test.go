@@ -2,6 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"github.com/dplp/dplp/mech/list"
+	"github.com/dplp/dplp/model"
+	"github.com/dplp/dplp/privunit"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +26,20 @@ func TestRefusals(t *testing.T) {
 	_, s := beam.NewPipelineWithRoot()
 	if _, err := Build(s, Config{Graph: gp, Model: mb, K: 2, Seed: seedp(1), Out: filepath.Join(dir, "o")}); err == nil || !strings.Contains(err.Error(), "supports cn, aa, ra and jc") {
 		t.Fatalf("pa model: %v", err)
+	}
+	// A list-level model is refused: the per-user function samples per-pick
+	// mechanisms only.
+	lm, err := model.CompileList("cn", privunit.Pair, model.ListSpec{Eps: 1, Evidence: "cn", Combine: list.Combine{W: 1, Post: true, Rho: 0.1, A: 0.3}, FitK: 30, PubScale: 1, EvScale: 1}, model.Info{Score: "cn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lp := filepath.Join(dir, "list.json")
+	if err := model.Save(lp, lm); err != nil {
+		t.Fatal(err)
+	}
+	lb, _ := os.ReadFile(lp)
+	if _, err := Build(s, Config{Graph: gp, Model: lb, K: 2, Seed: seedp(1), Out: filepath.Join(dir, "o")}); err == nil || !strings.Contains(err.Error(), "does not release list-level") {
+		t.Fatalf("dplp-list model: %v", err)
 	}
 	mb, err = os.ReadFile(writeModel(t, dir, "cn", 1))
 	if err != nil {

@@ -85,6 +85,11 @@ func Build(s beam.Scope, c Config) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
+	if m.ListLevel() {
+		// The per-user function samples per-pick mechanisms only; a dplp-list
+		// model's table is empty, so it must never reach it.
+		return Info{}, fmt.Errorf("model variant %s: the Beam pipeline does not release list-level (dplp-list) models yet; use dplp recommend --all", m.Variant)
+	}
 	kind, err := score.ParseKind(m.Score)
 	if err != nil {
 		return Info{}, fmt.Errorf("model score %q: %w (the Beam pipeline computes triad scores only)", m.Score, err)
