@@ -622,6 +622,9 @@ func (s *Server) precheck(ctx context.Context, rec *release.Recommender, label s
 		}
 	}
 	c := accountant.PerPick(rec.EpsP(), k)
+	if rec.ListLevel() {
+		c = accountant.PureList(rec.EpsList()) // one charge per list, whatever K
+	}
 	sp, err := s.cache.cachedBudget(ctx, label)
 	if err != nil {
 		return nil, err

@@ -47,8 +47,11 @@ import (
 	"github.com/dplp/dplp/snapshot"
 )
 
-// PrivacyUnit is what a budget protects, named in the start-up log: one
-// protected party's pairs (privacy-model.md).
+// PrivacyUnit is the default privacy unit, named in the start-up log: one
+// protected party's pairs (privacy-model.md §2). A served dplp-list model
+// may be trained for the pair unit; its unit is logged when it is loaded
+// ("model loaded ... unit"), and a cap then bounds spending in that unit
+// (docs/LEDGER.md).
 const PrivacyUnit = "party"
 
 // Config configures a Server.
@@ -510,7 +513,7 @@ func (s *Server) swap(st *state, reason string, t0 time.Time) {
 	s.met.reloads.WithLabelValues(reason, "ok").Inc()
 	s.log.Info("serving state loaded", "reason", reason, "nodes", st.g.N(), "edges", st.g.M(),
 		"protected_pairs", st.prot.Len(), "file_pairs", len(st.fileMarks), "users_with_marks", len(st.userMarks),
-		"model", st.modelID, "eps_p", st.m.EpsP, "score", st.m.Score, "seconds", time.Since(t0).Seconds())
+		"model", st.modelID, "variant", st.m.Variant, "unit", st.m.PrivacyUnit().String(), "eps_p", st.m.EpsP, "score", st.m.Score, "seconds", time.Since(t0).Seconds())
 	if len(st.skipped) > 0 {
 		s.log.Warn("stored marks not applicable to this graph were skipped", "count", len(st.skipped))
 	}
