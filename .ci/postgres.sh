@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Throwaway PostgreSQL server for the ledger tests (package ledger,
-# internal/cli). Meant to be sourced by .ci/run (bash, as root, on Debian):
+# cmd/dplp/internal/cli). Meant to be sourced by .ci/run (bash, as root, on Debian):
 #
 #   source .ci/postgres.sh
 #

@@ -18,7 +18,7 @@ import (
 )
 
 // RecLine is one output line: the recommend command's JSONL line
-// (internal/cli recLine), keys in that order.
+// (cmd/dplp/internal/cli recLine), keys in that order.
 type RecLine struct {
 	User            string   `json:"user"`
 	Recommendations []string `json:"recommendations"`

@@ -4,7 +4,7 @@ package main
 import (
 	"os"
 
-	"github.com/dplp/dplp/internal/cli"
+	"github.com/dplp/dplp/cmd/dplp/internal/cli"
 )
 
 func main() { os.Exit(cli.Execute()) }

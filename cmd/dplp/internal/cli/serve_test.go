@@ -102,7 +102,7 @@ func TestPlainTextWarning(t *testing.T) {
 // DPLP_BENCH_SERVE_ARGS (space-separated) and prints its report; skipped
 // when unset. Example:
 //
-//	DPLP_BENCH_SERVE_ARGS="--graph ../shared/datasets/facebook.txt --k 30" go test -run TestBenchServeRun -v ./internal/cli/
+//	DPLP_BENCH_SERVE_ARGS="--graph ../shared/datasets/facebook.txt --k 30" go test -run TestBenchServeRun -v ./cmd/dplp/internal/cli/
 func TestBenchServeRun(t *testing.T) {
 	args := os.Getenv("DPLP_BENCH_SERVE_ARGS")
 	if args == "" {
@@ -141,7 +141,7 @@ func e2eSetup(t *testing.T) e2eFiles {
 		goBin = "/usr/local/go/bin/go" // CI's toolchain (see .ci/run)
 	}
 	build := exec.Command(goBin, "build", "-o", f.bin, "./cmd/dplp")
-	build.Dir = "../.."
+	build.Dir = "../../../.."
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

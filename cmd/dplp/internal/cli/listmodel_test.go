@@ -162,7 +162,7 @@ func TestTrainUnitRefusals(t *testing.T) {
 // stored checksum still verifies, and saving it again writes the same
 // checksum (the new fields are omitted when empty).
 func TestOldModelLoadsUnchanged(t *testing.T) {
-	const path = "../../model/testdata/dplp-before-rawconfig.json"
+	const path = "../../../../model/testdata/dplp-before-rawconfig.json"
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -5,9 +5,9 @@ import (
 	"os"
 	"runtime/pprof"
 
-	"github.com/dplp/dplp/internal/ledgerbench"
 	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/ledger"
+	"github.com/dplp/dplp/ledger/ledgerbench"
 	"github.com/spf13/cobra"
 )
 
