@@ -194,6 +194,11 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) *Problem {
 	if len(u) > MaxLabelBytes {
 		return invalidf(`"user" is over %d bytes: the service does not issue tokens for such labels`, MaxLabelBytes)
 	}
+	if u == "." || u == ".." {
+		// Such a label can never reach the user routes: clients, proxies
+		// and the server itself normalise "." and ".." path segments.
+		return invalidf(`"user" %q cannot be served: "." and ".." are removed from URL paths; give the node another label`, u)
+	}
 	if _, ok := s.state.Load().g.ID(u); !ok {
 		return problem(http.StatusNotFound, TypeNotFound, fmt.Sprintf("user %q is not a node of the served graph", u))
 	}

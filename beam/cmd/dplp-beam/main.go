@@ -74,6 +74,19 @@ func run(ctx context.Context) error {
 	if *graphPath == "" || *modelPath == "" || *outPath == "" {
 		return fmt.Errorf("--graph, --model and --out are required")
 	}
+	if *hubChunk < 1 {
+		return fmt.Errorf("--hub-chunk must be >= 1, got %d", *hubChunk)
+	}
+	if *k < 1 {
+		return fmt.Errorf("--k must be >= 1, got %d", *k)
+	}
+	// --out (and the files beside it) must be regular files or not exist:
+	// checked before any work, so a bad target leaves no temporary files.
+	for _, p := range []string{*outPath, *outPath + ".uncharged", *outPath + ".charges.jsonl"} {
+		if st, err := os.Stat(p); err == nil && !st.Mode().IsRegular() {
+			return fmt.Errorf("%s exists and is not a regular file (a directory, device or pipe is never replaced)", p)
+		}
+	}
 	var sd *uint64
 	if *seed != "" {
 		v, err := strconv.ParseUint(*seed, 10, 64)
