@@ -175,13 +175,13 @@ func Parse(r io.Reader, name string) (*Graph, *ReadReport, error) {
 // returned by fn is wrapped as a *LineError for that line. It returns the
 // number of lines read.
 func ScanPairs(r io.Reader, name string, fn func(line int64, a, b []byte, extra bool) error) (int64, error) {
-	return scan(r, name, func(line int64, f *lineFields) error { return fn(line, f.tok[0], f.tok[1], f.n > 2) })
+	return scan(r, name, (*lineFields).check, func(line int64, f *lineFields) error { return fn(line, f.tok[0], f.tok[1], f.n > 2) })
 }
 
 // ScanTriples is ScanPairs that also passes the third field (nil when the
 // line has only two); further columns are ignored.
 func ScanTriples(r io.Reader, name string, fn func(line int64, a, b, c []byte) error) (int64, error) {
-	return scan(r, name, func(line int64, f *lineFields) error {
+	return scan(r, name, (*lineFields).check, func(line int64, f *lineFields) error {
 		var c []byte
 		if f.n > 2 {
 			c = f.tok[2]
@@ -190,8 +190,9 @@ func ScanTriples(r io.Reader, name string, fn func(line int64, a, b, c []byte) e
 	})
 }
 
-// scan is the serial reader behind ScanPairs and ScanTriples.
-func scan(r io.Reader, name string, fn func(line int64, f *lineFields) error) (int64, error) {
+// scan is the serial reader behind ScanPairs, ScanTriples and ScanLabels:
+// check turns a data line into its error message ("" if it is valid).
+func scan(r io.Reader, name string, check func(*lineFields) string, fn func(line int64, f *lineFields) error) (int64, error) {
 	br := &blockReader{r: r}
 	var buf []byte
 	var n int64
@@ -204,7 +205,7 @@ func scan(r io.Reader, name string, fn func(line int64, f *lineFields) error) (i
 			if f.n == 0 && f.msg == "" {
 				continue
 			}
-			if msg := f.check(); msg != "" {
+			if msg := check(&f); msg != "" {
 				return n, &LineError{name, n, msg}
 			}
 			if err := fn(n, &f); err != nil {
@@ -238,38 +239,14 @@ func clip(b []byte) string {
 // gets the 1-based line number and the label (valid only during the call);
 // an error it returns is wrapped as a *LineError for that line.
 func ScanLabels(r io.Reader, name string, fn func(line int64, label []byte) error) (int64, error) {
-	br := &blockReader{r: r}
-	var buf []byte
-	var n int64
-	var f lineFields
-	for size := min(64<<10, parseBlockSize); ; size = min(2*size, parseBlockSize) {
-		data, rerr := br.next(buf, size)
-		for i := 0; i < len(data); {
-			i = nextLine(data, i, &f)
-			n++
-			if f.n == 0 && f.msg == "" {
-				continue
-			}
-			if f.msg != "" {
-				return n, &LineError{name, n, f.msg}
-			}
-			if f.n != 1 {
-				return n, &LineError{name, n, fmt.Sprintf("expected one node label, found %d fields", f.n)}
-			}
-			if err := fn(n, f.tok[0]); err != nil {
-				var le *LineError
-				if errors.As(err, &le) {
-					return n, err
-				}
-				return n, &LineError{name, n, err.Error()}
-			}
+	one := func(f *lineFields) string {
+		if f.msg != "" {
+			return f.msg
 		}
-		if rerr == io.EOF {
-			return n, nil
+		if f.n != 1 {
+			return fmt.Sprintf("expected one node label, found %d fields", f.n)
 		}
-		if rerr != nil {
-			return n, readError(name, n, rerr)
-		}
-		buf = data[:0]
+		return ""
 	}
+	return scan(r, name, one, func(line int64, f *lineFields) error { return fn(line, f.tok[0]) })
 }

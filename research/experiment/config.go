@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dplp/dplp/accountant"
 	"math"
 	"os"
 	"path/filepath"
@@ -149,25 +150,14 @@ func (o PredictorOptions) options() (predict.Options, error) {
 	return predict.Options{Feature: feat, Dim: o.Dim, Epochs: o.Epochs, P: o.P, Q: o.Q, Lo: o.Lo, Hi: o.Hi}, nil
 }
 
-// The accepted range of eps_p (the same as the command line's). Below
-// MinEps the noise scale 2 Delta / eps_p is astronomically large (at a
-// subnormal such as 1e-320, 2/eps_p is +Inf and DPLP training produces NaN
-// losses); above MaxEps the release is effectively non-private, and costs
-// such as K x eps_p or their sums grow towards +Inf, which JSON cannot hold.
-// Both ends are many orders of magnitude beyond any meaningful eps_p.
+// The accepted range of eps_p is accountant's, the same on every path.
 const (
-	MinEps = 1e-6
-	MaxEps = 1e6
+	MinEps = accountant.MinEps
+	MaxEps = accountant.MaxEps
 )
 
-// CheckEps reports whether eps is a usable eps_p: in [MinEps, MaxEps], with
-// a finite noise scale 2/eps (NaN and ±Inf are errors).
-func CheckEps(eps float64) error {
-	if math.IsNaN(eps) || math.IsInf(eps, 0) || !(eps >= MinEps && eps <= MaxEps) || math.IsInf(2/eps, 0) {
-		return fmt.Errorf("eps %v: must be a number in [%g, %g]", eps, MinEps, MaxEps)
-	}
-	return nil
-}
+// CheckEps reports whether eps is a usable eps_p (accountant.CheckEps).
+func CheckEps(eps float64) error { return accountant.CheckEps(eps) }
 
 // DefaultWorkers is the number of cells evaluated at once when
 // Config.Workers is 0. Two beat one on the 2-core machine even though each
