@@ -619,7 +619,14 @@ func truncLabel(l string) string {
 // already charged must get its list, and the store alone knows the keys.
 func (s *Server) precheck(ctx context.Context, rec *release.Recommender, label string, k int, fresh bool, idemKey string) (*Problem, error) {
 	if fresh && idemKey != "" {
-		return nil, nil
+		// A retry of a request already charged must get its list: only a
+		// key the store does not know yet is checked against the cap.
+		if s.idem == nil {
+			return nil, nil
+		}
+		if _, found, err := s.idem.FindIdem(ctx, label, "client:"+idemKey, rec.Provenance()); err != nil || found {
+			return nil, err
+		}
 	}
 	if !fresh {
 		if _, found, err := s.cache.Latest(ctx, label, rec.ModelID(), k, rec.Provenance()); err != nil || found {

@@ -408,6 +408,24 @@ func TestCheapRefusals(t *testing.T) {
 	if a.status != 200 || b.status != 200 {
 		t.Fatalf("keyed retry after exhaustion: %d then %d %s", a.status, b.status, b.body)
 	}
+	// A new key from the exhausted user is refused before sampling too.
+	calls, charges = counterValue(t, s2.met.releaseCalls), histCount(t, s2, "charge")
+	for i := range 5 {
+		r := s2.do("POST", "/v1/users/n2/recommendations?k=5", tok2, "", "Idempotency-Key", fmt.Sprintf("new-%d", i))
+		if r.status != BudgetExhaustedStatus {
+			t.Fatalf("new key after exhaustion: %d %s", r.status, r.body)
+		}
+	}
+	if d := counterValue(t, s2.met.releaseCalls) - calls; d != 0 {
+		t.Fatalf("%v keyed refusals reached the release path (sampling)", d)
+	}
+	if d := histCount(t, s2, "charge") - charges; d != 0 {
+		t.Fatalf("%d ledger transactions for keyed refusals", d)
+	}
+	// And the old key is still a retry that gets its list.
+	if r := s2.do("POST", "/v1/users/n2/recommendations?k=5", tok2, "", "Idempotency-Key", "k1"); r.status != 200 {
+		t.Fatalf("keyed retry after refusals: %d %s", r.status, r.body)
+	}
 }
 
 // TestHeadAndPaths: HEAD is 405 everywhere (and never charges); methods

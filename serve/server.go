@@ -144,7 +144,8 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
-	store    ledger.Store // cached, timed store (tokens, budgets, marks)
+	store    ledger.Store      // cached, timed store (tokens, budgets, marks)
+	idem     ledger.IdemFinder // the base store's idempotency-key lookup (nil: none)
 	cache    *cacheStore
 	charger  release.Store // what the Recommender charges through (group commit)
 	ownStore ledger.Store  // closed by Close when opened here
@@ -295,6 +296,7 @@ func New(cfg Config) (*Server, error) {
 	case ttl < 0:
 		ttl = 0
 	}
+	s.idem, _ = base.(ledger.IdemFinder)
 	s.cache = newCacheStore(newTimedStore(base, s.met.storeLatency), ttl, 1<<20, cfg.TokenCacheBytes)
 	s.store = s.cache
 	s.charger = s.store

@@ -1,0 +1,41 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+)
+
+// IdemFinder is implemented by stores that can look a release up by its
+// idempotency key. The service uses it to refuse an exhausted user's keyed
+// request before sampling, while a retry of a request already charged
+// still gets its list.
+type IdemFinder interface {
+	// FindIdem returns the release of user recorded under key with
+	// provenance prov (one indexed lookup), if there is one.
+	FindIdem(ctx context.Context, user, key string, prov Provenance) (Release, bool, error)
+}
+
+func (s *sqlStore) FindIdem(ctx context.Context, user, key string, prov Provenance) (Release, bool, error) {
+	seeded, err := prov.seededCol()
+	if err != nil {
+		return Release{}, false, err
+	}
+	if key == "" {
+		return Release{}, false, nil
+	}
+	var rel Release
+	found := false
+	err = s.b.read(ctx, func(q querier) error {
+		var err error
+		rel, err = scanReleaseFor(q.queryRow(ctx, "SELECT "+releaseColsFor(s.noUnit)+" FROM releases WHERE user_id = ? AND idem_key = ? AND seeded = ?", user, key, seeded), s.noUnit)
+		if errors.Is(err, errNoRows) {
+			return nil
+		}
+		found = err == nil
+		return err
+	})
+	if err != nil || !found {
+		return Release{}, false, err
+	}
+	return rel, true, nil
+}
