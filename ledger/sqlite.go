@@ -188,10 +188,10 @@ func (b *sqliteBackend) write(ctx context.Context, fn func(querier) error) error
 	// The notice covers taking the lock only (the in-process queue and
 	// BEGIN IMMEDIATE, which waits up to the busy timeout for another
 	// process's write lock), not the transaction's own work.
-	var notice *time.Timer
+	var notice *noticeTimer
 	if b.onWait != nil {
-		notice = time.AfterFunc(b.notice, b.onWait)
-		defer notice.Stop()
+		notice = startNotice(b.notice, b.onWait)
+		defer notice.stop()
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -201,7 +201,7 @@ func (b *sqliteBackend) write(ctx context.Context, fn func(querier) error) error
 			return err
 		}
 		if notice != nil {
-			notice.Stop()
+			notice.stop()
 		}
 		q := &txQ{tx: tx, stmts: map[string]*sql.Stmt{}}
 		if err := fn(q); err != nil {
@@ -351,3 +351,29 @@ func (r sqlRow) Scan(dest ...any) error {
 type sqlRows struct{ *sql.Rows }
 
 func (r sqlRows) Close() { r.Rows.Close() }
+
+// noticeTimer calls fn after a delay unless stopped first. stop waits for
+// a call already started to return, so whatever fn wrote happens before
+// stop returns (the caller's later writes and reads are ordered after it).
+type noticeTimer struct {
+	t    *time.Timer
+	done chan struct{}
+	once sync.Once
+}
+
+func startNotice(d time.Duration, fn func()) *noticeTimer {
+	n := &noticeTimer{done: make(chan struct{})}
+	n.t = time.AfterFunc(d, func() {
+		defer close(n.done)
+		fn()
+	})
+	return n
+}
+
+func (n *noticeTimer) stop() {
+	n.once.Do(func() {
+		if !n.t.Stop() {
+			<-n.done
+		}
+	})
+}
