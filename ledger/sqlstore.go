@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dplp/dplp/privunit"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -410,12 +411,20 @@ func encode(r *Release, buf *[]byte) encoded {
 // already set, enc their encoded columns) in multi-row statements: one
 // statement per release cost as much as the row itself.
 func insertReleases(ctx context.Context, q querier, items []Release, enc []encoded, fresh []int, noUnit bool) error {
+	cols, n := "id, user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded, unit", 14
 	if noUnit {
-		return insertReleasesNoUnit(ctx, q, items, enc, fresh)
+		// A store before the unit column (tests at older schemas) takes
+		// party-unit releases only.
+		for _, i := range fresh {
+			if items[i].Unit != privunit.Party {
+				return fmt.Errorf("ledger: %w: a %v-unit release in a store at a schema before version %d", ErrInvalid, items[i].Unit, unitSchema)
+			}
+		}
+		cols, n = strings.TrimSuffix(cols, ", unit"), 13
 	}
-	return execRows(ctx, q, len(fresh), 14, "INSERT INTO releases (id, user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded, unit) VALUES ", "",
-		func(n int, args []any) []any {
-			i := fresh[n]
+	return execRows(ctx, q, len(fresh), n, "INSERT INTO releases ("+cols+") VALUES ", "",
+		func(j int, args []any) []any {
+			i := fresh[j]
 			r := &items[i]
 			var idem any
 			if r.IdemKey != "" {
@@ -432,7 +441,11 @@ func insertReleases(ctx context.Context, q querier, items []Release, enc []encod
 			if len(r.Influencers) > 0 {
 				folded = 0
 			}
-			return append(args, r.ID, r.User, r.Model, r.K, enc[i].list, r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), enc[i].infl, folded, r.Unit.String())
+			args = append(args, r.ID, r.User, r.Model, r.K, enc[i].list, r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), enc[i].infl, folded)
+			if !noUnit {
+				args = append(args, r.Unit.String())
+			}
+			return args
 		})
 }
 

@@ -44,34 +44,6 @@ func atSchema(upto int) func(*sqlStore, error) (*sqlStore, error) {
 	}
 }
 
-// insertReleasesNoUnit is insertReleases for a store without the unit
-// column (tests at older schemas): party-unit releases only.
-func insertReleasesNoUnit(ctx context.Context, q querier, items []Release, enc []encoded, fresh []int) error {
-	for _, i := range fresh {
-		if items[i].Unit != privunit.Party {
-			return fmt.Errorf("ledger: %w: a %v-unit release in a store at a schema before version %d", ErrInvalid, items[i].Unit, unitSchema)
-		}
-	}
-	return execRows(ctx, q, len(fresh), 13, "INSERT INTO releases (id, user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded) VALUES ", "",
-		func(n int, args []any) []any {
-			i := fresh[n]
-			r := &items[i]
-			var idem any
-			if r.IdemKey != "" {
-				idem = r.IdemKey
-			}
-			seeded := 0
-			if r.Seeded {
-				seeded = 1
-			}
-			folded := 1
-			if len(r.Influencers) > 0 {
-				folded = 0
-			}
-			return append(args, r.ID, r.User, r.Model, r.K, enc[i].list, r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), enc[i].infl, folded)
-		})
-}
-
 // parseUnitCol reads the releases.unit column.
 func parseUnitCol(s string) (privunit.Unit, error) {
 	switch s {

@@ -422,8 +422,7 @@ func (r *Recommender) sample(ws *workerState, u int32, k int, stream uint64) (Ou
 	}
 	ws.w.Score(u, &ws.r)
 	res := &ws.r
-	ws.in = UserInput{N: r.g.N(), Cands: res.Cands, S: res.S, Pub: res.Pub, Zero: res.Zero,
-		InZero: ws.w.InZero, ZeroList: ws.w.ZeroCands, DeltaS: res.DeltaS, SMax: res.SMax, Canonical: r.seed != nil}
+	ws.in = InputOf(ws.w, res, r.g.N(), r.seed != nil)
 	plan := r.cfg.Plan(calib.QueryOf(res))
 	if err := checkPlan(&plan); err != nil {
 		return Outcome{}, fmt.Errorf("release: user %s: %w", r.g.Label(u), err)

@@ -325,29 +325,8 @@ func (s *Scorer) bc(u int32, cnt []uint64, touched []int32) (b, c int) {
 // is found within the first |prot(u)|+2 entries of the nodes ordered by
 // |prot(w)| descending.
 func (s *Scorer) paSensitivities() {
-	p := s.p
-	order := make([]int32, s.n)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int { return p.Count(b) - p.Count(a) })
-	for u := int32(0); int(u) < s.n; u++ {
-		pu := p.Of(u)
-		best := 1
-		for _, w := range pu {
-			best = max(best, p.Count(w)-1)
-		}
-		for _, w := range order {
-			if w == u {
-				continue
-			}
-			if _, in := slices.BinarySearch(pu, w); in {
-				continue
-			}
-			best = max(best, p.Count(w))
-			break
-		}
-		s.deltaS[u] = float64(s.deg[u]) * float64(best)
+	for u, m := range s.maxProtExcl() {
+		s.deltaS[u] = float64(s.deg[u]) * float64(max(1, m))
 	}
 }
 
