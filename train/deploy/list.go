@@ -53,8 +53,8 @@ type ListSummary struct {
 // release does; list.TrainData scores them (base score's public part, the
 // evidence of list.EvidenceKind, its l1 bound under spec.Unit); the scores
 // are rescaled to the release graph's magnitude (list.MeanRatio of the mean
-// positive public score of the same queries' candidates on the public graph
-// G_pub to that of the training candidates); list.Fit then keeps
+// positive public score of the same labelled pairs on the public graph
+// G_pub to that on the training graph, meanPublic); list.Fit then keeps
 // list.DefaultPosterior(rho), rho = list.PriorRho, unless the training data
 // show it clearly worse than public-only (then W = 0: every list costs 0).
 //
@@ -117,9 +117,8 @@ func TrainList(ctx context.Context, g *graph.Graph, p *protect.Set, spec ListSpe
 		qids = append(qids, pr.Queries[i])
 		idx = append(idx, i)
 	}
-	qs, evPub, err := list.TrainData(sc, ev, spec.Unit, qids, func(j int) (pos, neg []int32) {
-		return pr.Pos[idx[j]], pr.Neg[idx[j]]
-	})
+	labelled := func(j int) (pos, neg []int32) { return pr.Pos[idx[j]], pr.Neg[idx[j]] }
+	qs, evPub, err := list.TrainData(sc, ev, spec.Unit, qids, labelled)
 	if err != nil {
 		return nil, ListSummary{}, err
 	}
@@ -127,21 +126,21 @@ func TrainList(ctx context.Context, g *graph.Graph, p *protect.Set, spec ListSpe
 		return nil, ListSummary{}, err
 	}
 	// Rescale to the release graph: mean positive public score of the same
-	// queries' candidates on G_pub (invariant), against the training one.
+	// labelled pairs on G_pub (invariant), against the training one.
 	pub := p.Public(g)
 	var trainPub, trainEv []float64
 	for j, q := range qs {
 		trainPub = append(trainPub, q.Pub...)
 		trainEv = append(trainEv, evPub[j]...)
 	}
-	pubMean, err := meanPublic(pub, p, kind, qids)
+	pubMean, err := meanPublic(pub, p, kind, qids, labelled)
 	if err != nil {
 		return nil, ListSummary{}, err
 	}
 	sum := ListSummary{PubScale: list.MeanRatio(pubMean, trainPub), TrainQueries: len(qids)}
 	sum.EvScale = sum.PubScale
 	if evKind != kind {
-		evMean, err := meanPublic(pub, p, evKind, qids)
+		evMean, err := meanPublic(pub, p, evKind, qids, labelled)
 		if err != nil {
 			return nil, ListSummary{}, err
 		}
@@ -172,9 +171,21 @@ func TrainList(ctx context.Context, g *graph.Graph, p *protect.Set, spec ListSpe
 	return m, sum, nil
 }
 
-// meanPublic is the mean positive public score of kind over the candidates
-// of queries on the public graph pub (s = s_pub there): invariant data.
-func meanPublic(pub *graph.Graph, p *protect.Set, kind score.Kind, queries []int32) (float64, error) {
+// meanPublic is the mean positive public score of kind, on the public
+// graph pub (s = s_pub there), of the same labelled training pairs (query
+// queries[j] with candidates labelled(j)) whose training-graph scores Fit
+// sees: the release graph's magnitude of the very pairs the fit is about.
+// Positives are held-out public edges, which are edges of pub; a pair's
+// triad score does not count the pair's own edge, so they score as a
+// release would score such a pair. Invariant data only (pub, the marks,
+// the seeded sample).
+//
+// The population matters: the mean over all of a query's candidates on
+// pub (what an earlier version used) is dominated by one-wedge candidates
+// and is lower than the mean over labelled pairs, so the ratio came out
+// near 1, the fit saw the sparse training graph's signal-to-noise ratio,
+// and vetoed evidence the release graph carries (facebook AA at eps 1).
+func meanPublic(pub *graph.Graph, p *protect.Set, kind score.Kind, queries []int32, labelled func(j int) (pos, neg []int32)) (float64, error) {
 	sc, err := score.New(pub, p, kind)
 	if err != nil {
 		return 0, err
@@ -185,12 +196,15 @@ func meanPublic(pub *graph.Graph, p *protect.Set, kind score.Kind, queries []int
 	for j, q := range queries {
 		slot[q] = j
 	}
-	err = sc.Each(queries, func(_ int, r *score.Result) {
+	err = sc.EachWorker(queries, func(_ int, wk *score.Worker, r *score.Result) {
 		j := slot[r.U]
-		for _, x := range r.Pub {
-			if x > 0 {
-				sums[j] += x
-				cnts[j]++
+		pos, neg := labelled(j)
+		for _, vs := range [2][]int32{pos, neg} {
+			for _, v := range vs {
+				if _, x := wk.At(v); x > 0 {
+					sums[j] += x
+					cnts[j]++
+				}
 			}
 		}
 	})
