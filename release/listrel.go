@@ -3,7 +3,6 @@ package release
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"strings"
 
 	"github.com/dplp/dplp/accountant"
@@ -62,6 +61,7 @@ type listWorker struct {
 	q    list.Query
 	scr  list.Scratch
 	idx  []int
+	ord  candOrder // seeded canonical order's radix buffers
 	zero []int32
 	seen map[int32]struct{}
 }
@@ -132,14 +132,9 @@ func (r *Recommender) sampleList(ws *workerState, u int32, k int, stream uint64)
 		lw.ev.Score(u, &lw.evr)
 		evw = lw.ev
 	}
-	lw.idx = lw.idx[:0]
-	for i := range res.Cands {
-		lw.idx = append(lw.idx, i)
-	}
-	if r.seed != nil {
-		// Canonical order: the list is a function of the candidate set.
-		slices.SortFunc(lw.idx, func(a, b int) int { return int(res.Cands[a]) - int(res.Cands[b]) })
-	}
+	// Seeded: canonical (ascending id) order, so the list is a function of
+	// the candidate set.
+	lw.idx = lw.ord.order(res.Cands, r.seed != nil, lw.idx[:0])
 	q := &lw.q
 	q.Pub, q.Evid, q.Count = q.Pub[:0], q.Evid[:0], q.Count[:0]
 	for _, i := range lw.idx {

@@ -42,3 +42,32 @@ func sortByID(keys []uint64, tmp *[]uint64) []uint64 {
 	}
 	return src
 }
+
+// candOrder is the order a release visits candidates in: positions
+// 0..len(cands)-1 as given, or, when canonical, sorted by candidate id
+// (sortByID on (id, position) words). It appends to idx and returns it;
+// o keeps the radix buffers between users.
+type candOrder struct {
+	keys, tmp []uint64
+}
+
+func (o *candOrder) order(cands []int32, canonical bool, idx []int) []int {
+	if !canonical {
+		for i := range cands {
+			idx = append(idx, i)
+		}
+		return idx
+	}
+	o.keys = o.keys[:0]
+	for i, v := range cands {
+		o.keys = append(o.keys, uint64(uint32(v))<<32|uint64(i))
+	}
+	sorted := sortByID(o.keys, &o.tmp)
+	if len(sorted) > 0 && &sorted[0] != &o.keys[0] {
+		o.keys, o.tmp = sorted, o.keys
+	}
+	for _, key := range o.keys {
+		idx = append(idx, int(uint32(key)))
+	}
+	return idx
+}

@@ -49,8 +49,7 @@ type Outcome struct {
 type Sampler struct {
 	u     mech.Utilities
 	idx   []int
-	keys  []uint64
-	tmp   []uint64 // radix-sort scratch
+	ord   candOrder // canonical order's radix buffers
 	picks []int
 	zero  []int32
 	seen  map[int32]struct{}
@@ -71,25 +70,7 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 	if len(in.S) != len(in.Cands) || len(in.Pub) != len(in.Cands) || in.Zero < 0 {
 		return Outcome{}, fmt.Errorf("release: malformed user input (%d candidates, %d scores, %d public scores, zero block %d)", len(in.Cands), len(in.S), len(in.Pub), in.Zero)
 	}
-	sm.idx = sm.idx[:0]
-	if in.Canonical {
-		// Sort (id, position) pairs packed in one word by id, by radix.
-		sm.keys = sm.keys[:0]
-		for i, v := range in.Cands {
-			sm.keys = append(sm.keys, uint64(uint32(v))<<32|uint64(i))
-		}
-		sorted := sortByID(sm.keys, &sm.tmp)
-		if len(sorted) > 0 && &sorted[0] != &sm.keys[0] {
-			sm.keys, sm.tmp = sorted, sm.keys
-		}
-		for _, key := range sm.keys {
-			sm.idx = append(sm.idx, int(uint32(key)))
-		}
-	} else {
-		for i := range in.Cands {
-			sm.idx = append(sm.idx, i)
-		}
-	}
+	sm.idx = sm.ord.order(in.Cands, in.Canonical, sm.idx[:0])
 	sm.u.Vals = plan.AppendUtilities(sm.u.Vals[:0], in.S, in.Pub, sm.idx)
 	sm.pub = sm.pub[:0]
 	for _, i := range sm.idx {

@@ -199,6 +199,7 @@ func (s *Scorer) evidenceOne(u int32, unit privunit.Unit, maxProtU int, acc map[
 	var l1, linf float64
 	switch s.kind {
 	case CN, AA, RA:
+	scan:
 		for _, z := range nbU {
 			for _, x := range s.p.Of(z) {
 				if x == u {
@@ -216,6 +217,8 @@ func (s *Scorer) evidenceOne(u int32, unit privunit.Unit, maxProtU int, acc map[
 				if unit == privunit.Party {
 					acc[z] += beta
 					acc[x] += beta
+				} else if s.kind == CN {
+					break scan // a CN pair's beta is 0 or 1: the maximum is reached
 				}
 			}
 		}

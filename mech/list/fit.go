@@ -141,10 +141,11 @@ func Fit(qs []TrainQuery, eps float64, k int, g Grid, reps int, rng *rand.Rand) 
 	nq := 0
 	var noise, bonus, score []float64
 	var keys []uint64
-	var idx []int
+	ps := make([]postScale, len(trs))
+	var idx, all []int
 	var rel []bool
 	eval := func(q *TrainQuery, pos int, s []float64) float64 {
-		idx = topK(s, keys, k, idx)
+		idx = topK(s, keys, k, idx, &all)
 		rel = rel[:0]
 		for _, i := range idx {
 			rel = append(rel, q.Label[i])
@@ -174,6 +175,9 @@ func Fit(qs []TrainQuery, eps float64, k int, g Grid, reps int, rng *rand.Rand) 
 		if kmax <= 0 {
 			kmax = math.MaxInt32
 		}
+		for ti := range trs {
+			ps[ti].set(b, kmax) // one cache per transform and query
+		}
 		for range reps {
 			noise, keys = noise[:0], keys[:0]
 			for i := range n {
@@ -186,12 +190,12 @@ func Fit(qs []TrainQuery, eps float64, k int, g Grid, reps int, rng *rand.Rand) 
 			}
 			aucs[0] = eval(q, pos, q.Pub)
 			ci := 1
-			for _, tr := range trs {
+			for ti, tr := range trs {
 				tau := tr.c.Tau(b, n)
 				bonus = bonus[:0]
 				for i := range n {
 					cnt, om := qq.omega(i, mo)
-					bonus = append(bonus, tr.c.bonus(noise[i], tau, b, cnt, om, kmax))
+					bonus = append(bonus, tr.c.bonus(noise[i], tau, cnt, om, &ps[ti]))
 				}
 				for _, w := range tr.ws {
 					if w <= 0 {
@@ -245,13 +249,13 @@ func Fit(qs []TrainQuery, eps float64, k int, g Grid, reps int, rng *rand.Rand) 
 }
 
 // topK returns the indices of the k largest scores (ties by key), best
-// first, in dst.
-func topK(score []float64, keys []uint64, k int, dst []int) []int {
-	dst = dst[:0]
+// first, in dst; all is scratch for the candidate indexes.
+func topK(score []float64, keys []uint64, k int, dst []int, all *[]int) []int {
+	*all = (*all)[:0]
 	for i := range score {
-		dst = append(dst, i)
+		*all = append(*all, i)
 	}
-	cmp := func(a, b int) int {
+	return bestK(*all, k, func(a, b int) int {
 		switch {
 		case score[a] > score[b]:
 			return -1
@@ -263,24 +267,32 @@ func topK(score []float64, keys []uint64, k int, dst []int) []int {
 			return 1
 		}
 		return 0
-	}
-	if k >= len(dst) {
+	}, dst)
+}
+
+// bestK returns the k first elements of xs in the order cmp (a total order
+// on the elements present), sorted, in dst's storage: a sorted window of the
+// k best so far, which rejects most elements with one comparison, so a
+// release costs O(len(xs)) comparisons plus O(k) per insertion instead of a
+// sort of every candidate.
+func bestK[T any](xs []T, k int, cmp func(a, b T) int, dst []T) []T {
+	dst = dst[:0]
+	if k >= len(xs) {
+		dst = append(dst, xs...)
 		slices.SortFunc(dst, cmp)
 		return dst
 	}
-	// Partial selection: keep a sorted window of the k best.
-	top := dst[:0:0]
-	for _, i := range dst {
-		if len(top) == k && cmp(i, top[k-1]) >= 0 {
+	for _, x := range xs {
+		if len(dst) == k && cmp(x, dst[k-1]) >= 0 {
 			continue
 		}
-		j, _ := slices.BinarySearchFunc(top, i, cmp)
-		if len(top) < k {
-			top = slices.Insert(top, j, i)
+		j, _ := slices.BinarySearchFunc(dst, x, cmp)
+		if len(dst) < k {
+			dst = slices.Insert(dst, j, x)
 		} else {
-			copy(top[j+1:], top[j:k-1])
-			top[j] = i
+			copy(dst[j+1:], dst[j:k-1])
+			dst[j] = x
 		}
 	}
-	return append(dst[:0], top...)
+	return dst
 }

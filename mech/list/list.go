@@ -36,7 +36,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
+	"sort"
 )
 
 // Combine is the post-processing of the noisy evidence e~ for a candidate
@@ -82,33 +82,218 @@ func (c Combine) Validate() error {
 // postMean is E[e | x] for e ~ Poisson(lambda) truncated to [0, kmax] and
 // x = e + Laplace(b); b = 0 returns x clamped to [0, kmax].
 func postMean(x, lambda, b float64, kmax int) float64 {
+	var ps postScale
+	ps.set(b, kmax)
+	return ps.mean(x, lambda)
+}
+
+// postScale evaluates posterior means (postMean) for one noise scale b and
+// evidence cap kmax, the setting of one release: it holds e^(1/b) and
+// e^(-1/b), and caches the means of observations x <= 0 by integral prior
+// count. For x <= 0 every k >= 0 lies right of x, so the likelihood ratio
+// of consecutive k is e^(-1/b) whatever x and the posterior mean does not
+// depend on x: such candidates (about half of those without evidence) get
+// exactly the value of x = 0, computed once per count. Exactly equal scores
+// are then ordered by the release's random keys, never by rounding.
+type postScale struct {
+	b      float64
+	kmax   int
+	eu, ed float64
+	neg    []float64 // neg[c]: the mean at x = 0 for prior count c; NaN until computed
+	lam    []float64 // the lambda each neg entry was computed for
+
+	// Upper bounds (upper): the mean at grid points x = j b / 2, j in
+	// [1, upGrid], per integral count below upCounts, valid when their
+	// stamp equals gen.
+	gen    uint32
+	ug     []uint32
+	uv, ul []float64
+}
+
+// The grid of upper: points per count and counts.
+const (
+	upGrid   = 64
+	upCounts = 256
+)
+
+// upper returns a value >= mean(x, lambda), and true, when a cheap one is
+// at hand: the exact cached mean for x <= 0 (meanCount), else the mean
+// without the cap at the next grid point j b / 2 >= x, computed once per
+// (count, j) for as long as the scale b stays the same (across users). The posterior mean is non-decreasing in x (the Laplace family
+// has a monotone likelihood ratio in its location), so the value at a
+// larger x bounds it. False (no bound) for fractional or large counts and
+// x beyond the grid.
+func (p *postScale) upper(x, cnt, lambda float64) (float64, bool) {
+	if p.b == 0 || !(lambda > 0) || cnt != math.Trunc(cnt) || !(cnt >= 0 && cnt < upCounts) {
+		return 0, false
+	}
+	if x <= 0 {
+		return p.meanCount(x, cnt, lambda), true
+	}
+	h := p.b / 2
+	j := math.Ceil(x / h)
+	if !(j <= upGrid) {
+		return 0, false
+	}
+	i := int(cnt)*upGrid + int(j) - 1
+	if i >= len(p.ug) { // grown to the counts seen (new entries: stamp 0, never current)
+		n := (int(cnt) + 1) * upGrid
+		p.ug = append(p.ug, make([]uint32, n-len(p.ug))...)
+		p.uv = append(p.uv, make([]float64, n-len(p.uv))...)
+		p.ul = append(p.ul, make([]float64, n-len(p.ul))...)
+	}
+	if p.ug[i] != p.gen || p.ul[i] != lambda {
+		// Without the cap kmax: E[e | e <= K] is non-decreasing in K (a
+		// mixture of the mean below K and K + 1), so the uncapped mean
+		// bounds every user's.
+		p.uv[i], p.ug[i], p.ul[i] = p.meanK(j*h, lambda, math.MaxInt32), p.gen, lambda
+	}
+	return p.uv[i], true
+}
+
+// postCacheMax bounds the integral prior counts whose x <= 0 means are
+// cached.
+const postCacheMax = 1 << 12
+
+func (p *postScale) set(b float64, kmax int) {
+	if b != p.b || p.gen == 0 {
+		// A new scale: forget the grid (its values hold for one b and
+		// every kmax, so they survive releases of other users at this b).
+		p.gen++
+		if p.gen == 0 { // wrapped: forget every stamp
+			clear(p.ug)
+			p.gen = 1
+		}
+		if b > 0 && 1/b <= 300 {
+			p.eu, p.ed = math.Exp(1/b), math.Exp(-1/b)
+		}
+	}
+	if b != p.b || kmax != p.kmax {
+		p.neg, p.lam = p.neg[:0], p.lam[:0]
+	}
+	p.b, p.kmax = b, kmax
+}
+
+// meanCount is mean(x, lambda) for a candidate of prior count cnt, through
+// the cache when x <= 0 and cnt is a small integer (lambda must be the
+// same function of cnt for the whole release: one Combine).
+func (p *postScale) meanCount(x, cnt, lambda float64) float64 {
+	if x > 0 || p.b == 0 || !(lambda > 0) || cnt != math.Trunc(cnt) || !(cnt >= 0 && cnt < postCacheMax) {
+		return p.mean(x, lambda)
+	}
+	c := int(cnt)
+	for len(p.neg) <= c {
+		p.neg, p.lam = append(p.neg, math.NaN()), append(p.lam, 0)
+	}
+	if math.IsNaN(p.neg[c]) || p.lam[c] != lambda {
+		p.neg[c], p.lam[c] = p.mean(0, lambda), lambda
+	}
+	return p.neg[c]
+}
+
+func (p *postScale) mean(x, lambda float64) float64 { return p.meanK(x, lambda, p.kmax) }
+
+// meanK is mean with the evidence cap kmax instead of p.kmax.
+func (p *postScale) meanK(x, lambda float64, kmax int) float64 {
+	b := p.b
 	if b == 0 {
 		return min(max(x, 0), float64(kmax))
 	}
 	if !(lambda > 0) {
 		return 0
 	}
+	if 1/b > 300 {
+		return postMeanLog(x, lambda, b, kmax) // e^(1/b) would overflow the recurrence
+	}
 	// The log weight f(k) = k ln(lambda) - ln k! - |x - k| / b is concave
-	// in k (ln k! and |x - k| are convex), so the terms are unimodal: find
-	// the mode by ternary search, then sum outwards until the terms fall
-	// below e^-40 of the largest.
+	// in k, so the terms t(k) = e^f(k) are unimodal. Consecutive terms
+	// have the ratio r(k) = t(k+1) / t(k) = lambda / (k+1) * g(k) with
+	// g(k) = e^(1/b) while k+1 <= x, e^(-1/b) once k >= x, and
+	// e^((2x - 2c - 1) / b) across x (c = floor(x) < x): start at the mode
+	// and multiply outwards (at most one exp per call instead of one per
+	// term) until the terms fall below e^-40 of the largest.
+	eu, ed := p.eu, p.ed
+	cx := math.Floor(x)
+	gx := ed
+	if cx >= 0 && cx < x && cx < float64(kmax) {
+		gx = math.Exp((2*x - 2*cx - 1) / b)
+	}
+	ratio := func(k int) float64 { // r(k)
+		fk := float64(k)
+		var g float64
+		switch {
+		case fk+1 <= x:
+			g = eu
+		case fk >= x:
+			g = ed
+		default:
+			g = gx
+		}
+		return lambda / (fk + 1) * g
+	}
+	mode := postMode(x, lambda, b, kmax, eu, ed, gx)
+	const cut = 4.248354255291589e-18 // e^-40
+	num, den := float64(mode), 1.0
+	t := 1.0
+	for k := mode; k < kmax; k++ {
+		t *= ratio(k)
+		if t < cut {
+			break
+		}
+		num += float64(k+1) * t
+		den += t
+	}
+	t = 1
+	for k := mode; k > 0; k-- {
+		t /= ratio(k - 1)
+		if t < cut {
+			break
+		}
+		num += float64(k-1) * t
+		den += t
+	}
+	return num / den
+}
+
+// postMode is the k in [0, kmax] maximising k ln(lambda) - ln k! -
+// |x - k| / b (the smallest such k): the first k whose ratio r(k) (see
+// postScale.mean; eu = e^(1/b), ed = e^(-1/b), gx the factor across x) is
+// at most 1, located in closed form on either side of x and at the
+// crossing, then confirmed by a local climb on the log weight (the weight
+// is concave, so a local maximum is the global one; the climb also absorbs
+// rounding in the closed form).
+func postMode(x, lambda, b float64, kmax int, eu, ed, gx float64) int {
+	first := func(m float64) float64 { return math.Ceil(m) - 1 } // smallest k with k+1 >= m
+	var guess float64
+	if a := max(0, first(lambda*eu)); a+1 <= x {
+		guess = a // left of x: r(k) = lambda e^(1/b) / (k+1)
+	} else if c := math.Floor(x); c >= 0 && c < x && lambda/(c+1)*gx <= 1 {
+		guess = c // the step across x
+	} else {
+		guess = max(0, math.Ceil(x), first(lambda*ed)) // right of x
+	}
+	mode := int(min(guess, float64(kmax)))
 	ll := math.Log(lambda)
 	f := func(k int) float64 { return float64(k)*ll - logFact(k) - math.Abs(x-float64(k))/b }
-	lo, hi := 0, int(min(float64(kmax), math.Ceil(max(x, 0)+30*b+lambda+10*math.Sqrt(lambda)+10)))
-	for hi-lo > 2 {
-		m1, m2 := lo+(hi-lo)/3, hi-(hi-lo)/3
-		if f(m1) < f(m2) {
-			lo = m1 + 1
-		} else {
-			hi = m2
-		}
+	for mode < kmax && f(mode+1) > f(mode) {
+		mode++
 	}
-	mode := lo
-	for k := lo + 1; k <= hi; k++ {
-		if f(k) > f(mode) {
-			mode = k
-		}
+	for mode > 0 && f(mode-1) >= f(mode) {
+		mode--
 	}
+	return mode
+}
+
+// postMeanLog is postMean in the log domain (one exp per term), for noise
+// scales so small that e^(1/b) overflows.
+func postMeanLog(x, lambda, b float64, kmax int) float64 {
+	ll := math.Log(lambda)
+	f := func(k int) float64 { return float64(k)*ll - logFact(k) - math.Abs(x-float64(k))/b }
+	gx := math.Inf(1)
+	if c := math.Floor(x); c >= 0 && c < x {
+		gx = math.Exp((2*x - 2*c - 1) / b)
+	}
+	mode := postMode(x, lambda, b, kmax, math.Inf(1), 0, gx)
 	top := f(mode)
 	var num, den float64
 	for k := mode; k <= kmax; k++ {
@@ -150,15 +335,17 @@ func logFact(k int) float64 {
 }
 
 // bonus is the evidence term of the ranking for a candidate with public
-// score p, public count cnt (weight omega) and noisy evidence x.
-func (c Combine) bonus(x, tau, b, cnt, omega float64, kmax int) float64 {
+// count cnt (weight omega) and noisy evidence x; ps is the release's noise
+// scale and evidence cap (postScale, set for this c: its cache assumes one
+// prior).
+func (c Combine) bonus(x, tau, cnt, omega float64, ps *postScale) float64 {
 	if c.W == 0 {
 		return 0
 	}
 	if !c.Post {
 		return c.W * max(0, x-tau)
 	}
-	return c.W * omega * postMean(x, c.Rho*(cnt+c.A), b, kmax)
+	return c.W * omega * ps.meanCount(x, cnt, c.Rho*(cnt+c.A))
 }
 
 // Tau is the threshold for noise scale b and n candidates.
@@ -247,15 +434,44 @@ func Scale(l1, eps float64) float64 {
 
 // Scratch holds reusable buffers of Release; the zero value is ready.
 type Scratch struct {
-	items []item
-	zero  []int
-	used  map[int]bool
+	noPrune bool // tests: evaluate every candidate (the skip must change nothing)
+	skipped int  // candidates skipped by their bound (tests)
+	best    []item
+	post    postScale
+	zero    []int
+	used    map[int]bool
 }
 
 type item struct {
 	id    int
 	score float64
 	key   uint64
+}
+
+// window keeps the k best items offered (score descending, then key),
+// sorted: most offers are rejected by one comparison with the k-th.
+type window struct {
+	k     int
+	items []item
+}
+
+// before orders items: higher score first, then smaller key.
+func (a item) before(b item) bool {
+	return a.score > b.score || (a.score == b.score && a.key < b.key)
+}
+
+func (w *window) offer(x item) {
+	n := len(w.items)
+	if n == w.k && !x.before(w.items[n-1]) {
+		return
+	}
+	j := sort.Search(n, func(i int) bool { return x.before(w.items[i]) })
+	if n < w.k {
+		w.items = append(w.items, item{})
+		n++
+	}
+	copy(w.items[j+1:n], w.items[j:n-1])
+	w.items[j] = x
 }
 
 // Release draws one list of length min(k, q.N()) for eps > 0 under c. It
@@ -282,20 +498,39 @@ func Release(q *Query, eps float64, c Combine, k int, rng *rand.Rand, sc *Scratc
 		kmax = math.MaxInt32
 	}
 	mo := q.meanOmega()
-	items := sc.items[:0]
+	sc.post.set(b, kmax)
+	// The k best (score > 0) so far, best first: a candidate is offered
+	// only when it can enter. Once k are held, a posterior-family
+	// candidate whose score bound (postScale.upper, from the posterior
+	// mean's monotonicity in x) is below the k-th score is skipped without
+	// its posterior mean: it cannot be listed, and while k positive scores
+	// are held the score-0 pool is never drawn from.
+	win := window{k: k, items: sc.best[:0]}
 	zero := sc.zero[:0]
 	for i, p := range q.Pub {
 		s := p
+		var key uint64
 		if c.W > 0 {
 			e := q.Evid[i]
 			if noisy {
 				e += b * laplace(rng)
 			}
+			key = rng.Uint64() // drawn before the skip: skipping changes no later draw
 			cnt, om := q.omega(i, mo)
-			s += c.bonus(e, tau, b, cnt, om, kmax)
+			if c.Post && len(win.items) == k && !sc.noPrune {
+				// The margin absorbs rounding in the means (1e-9 relative).
+				if ub, ok := sc.post.upper(e, cnt, c.Rho*(cnt+c.A)); ok && p+c.W*om*ub*(1+1e-9)+1e-12 < win.items[k-1].score {
+					sc.skipped++
+					continue
+				}
+			}
+			s += c.bonus(e, tau, cnt, om, &sc.post)
+		}
+		if c.W == 0 {
+			key = rng.Uint64()
 		}
 		if s > 0 {
-			items = append(items, item{i, s, rng.Uint64()})
+			win.offer(item{i, s, key})
 		} else {
 			zero = append(zero, i)
 		}
@@ -329,34 +564,19 @@ func Release(q *Query, eps float64, c Combine, k int, rng *rand.Rand, sc *Scratc
 			if !c.Post && x <= tau {
 				break
 			}
-			sc := c.bonus(x, tau, b, 0, mo, kmax)
-			if !(sc > 0) {
+			bs := c.bonus(x, tau, 0, mo, &sc.post)
+			if !(bs > 0) {
 				break // this and every later one score 0 (bonus is monotone)
 			}
 			id := drawUnused(rng, q.Zero, used)
-			items = append(items, item{len(q.Pub) + id, sc, rng.Uint64()})
+			win.offer(item{len(q.Pub) + id, bs, rng.Uint64()})
 		}
 	}
-	slices.SortFunc(items, func(a, b item) int {
-		switch {
-		case a.score > b.score:
-			return -1
-		case a.score < b.score:
-			return 1
-		case a.key < b.key:
-			return -1
-		case a.key > b.key:
-			return 1
-		}
-		return 0
-	})
 	ids := make([]int, 0, k)
-	for _, it := range items {
-		if len(ids) == k {
-			break
-		}
+	for _, it := range win.items {
 		ids = append(ids, it.id)
 	}
+	sc.best = win.items[:0]
 	// Fill from the score-0 pool (explicit zeros and unboosted zero block)
 	// uniformly at random, in sequence.
 	zrem := q.Zero - len(used)
@@ -392,7 +612,7 @@ func Release(q *Query, eps float64, c Combine, k int, rng *rand.Rand, sc *Scratc
 		zrem--
 		ids = append(ids, len(q.Pub)+id)
 	}
-	sc.items, sc.zero = items[:0], zero[:0]
+	sc.zero = zero[:0]
 	return Outcome{IDs: ids, Cost: Cost(q.L1, eps, c), Noisy: noisy}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"testing"
 
 	"github.com/dplp/dplp/graph"
@@ -27,6 +28,8 @@ func bruteRelease(q *Query, eps float64, c Combine, k int, rng *rand.Rand) []int
 	if kmax <= 0 {
 		kmax = math.MaxInt32
 	}
+	var ps postScale // its own, not Release's
+	ps.set(b, kmax)
 	for i := range n {
 		p, e, cnt, om := 0.0, 0.0, 0.0, mo
 		if i < len(q.Pub) {
@@ -38,12 +41,29 @@ func bruteRelease(q *Query, eps float64, c Combine, k int, rng *rand.Rand) []int
 			if q.L1 > 0 {
 				e += b * laplace(rng)
 			}
-			s += c.bonus(e, tau, b, cnt, om, kmax)
+			s += c.bonus(e, tau, cnt, om, &ps)
 		}
 		score[i] = s
 		keys[i] = rng.Uint64()
 	}
-	return topK(score, keys, min(k, n), nil)
+	return sortedPrefix(score, keys, min(k, n))
+}
+
+// sortedPrefix ranks every index by a full sort (score descending, then
+// key) and returns the first k: the reference for topK and Release.
+func sortedPrefix(score []float64, keys []uint64, k int) []int {
+	idx := make([]int, len(score))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(a, b int) bool {
+		x, y := idx[a], idx[b]
+		if score[x] != score[y] {
+			return score[x] > score[y]
+		}
+		return keys[x] < keys[y]
+	})
+	return idx[:k]
 }
 
 // twoSample is the chi-square two-sample test of equal-size samples of
@@ -130,6 +150,72 @@ func TestReleaseMatchesBruteForce(t *testing.T) {
 				t.Fatalf("closed form differs from brute force: chi2 %.1f, df %d, p %.2g", stat, df, p)
 			}
 		})
+	}
+}
+
+// TestReleaseSkipChangesNothing: skipping candidates by their posterior
+// bound (postScale.upper) gives exactly the list of evaluating every
+// candidate, from the same generator state, and does skip.
+func TestReleaseSkipChangesNothing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	var skipped int
+	var a Scratch
+	for it := range 300 {
+		n := 20 + rng.IntN(500)
+		q := Query{Pub: make([]float64, n), Evid: make([]float64, n), Count: make([]float64, n), Zero: rng.IntN(50), L1: 1, MaxEvid: 2 + rng.IntN(40)}
+		for i := range n {
+			c := float64(rng.IntN(6) * rng.IntN(3))
+			if it%5 == 0 && i%3 == 0 {
+				c += 0.5 // fractional counts: no bound, evaluated
+			}
+			q.Count[i] = c
+			q.Pub[i] = c * (0.3 + rng.Float64())
+			q.Evid[i] = float64(rng.IntN(3) * rng.IntN(2))
+		}
+		if it%4 == 0 {
+			q.Count = nil // CN: counts are the public scores
+			for i := range n {
+				q.Pub[i] = math.Round(q.Pub[i])
+			}
+		}
+		// Scale and prior fixed over blocks of 20 cases, so the bound cache
+		// is reused across queries with other caps.
+		c := Combine{W: 0.5 + rng.Float64(), Post: true, Rho: 0.2 + 0.3*float64(it/20%3), A: 0.3}
+		eps := []float64{0.3, 1, 3, 10}[it/20%4]
+		k := 1 + rng.IntN(30)
+		seed := rng.Uint64()
+		a.skipped = 0 // a is shared by every case: its bound cache survives other caps (MaxEvid)
+		b := Scratch{noPrune: true}
+		la, err := Release(&q, eps, c, k, rand.New(rand.NewPCG(seed, 1)), &a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lb, err := Release(&q, eps, c, k, rand.New(rand.NewPCG(seed, 1)), &b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(la.IDs, lb.IDs) {
+			t.Fatalf("case %d: with skips %v, without %v", it, la.IDs, lb.IDs)
+		}
+		skipped += a.skipped
+		if b.skipped != 0 {
+			t.Fatal("noPrune skipped")
+		}
+	}
+	if skipped == 0 {
+		t.Fatal("no candidate was skipped: the test does not exercise the bound")
+	}
+	// upper bounds the mean wherever it answers.
+	for range 20000 {
+		var ps postScale
+		b := math.Exp(-3 + 4*rng.Float64())
+		ps.set(b, 40)
+		cnt := float64(rng.IntN(10))
+		lambda := 0.7 * (cnt + 0.3)
+		x := -3 + 20*rng.Float64()
+		if ub, ok := ps.upper(x, cnt, lambda); ok && ub < ps.mean(x, lambda)*(1-1e-12) {
+			t.Fatalf("upper(%v, %v) = %v < mean %v (b %v)", x, cnt, ub, ps.mean(x, lambda), b)
+		}
 	}
 }
 
@@ -296,8 +382,12 @@ func TestFit(t *testing.T) {
 
 func TestTopK(t *testing.T) {
 	rng := randx.Seeded(5)
-	for range 200 {
+	var all []int
+	for i := range 2000 {
 		n := 1 + rng.IntN(30)
+		if i%10 == 0 {
+			n = 1 + rng.IntN(3000)
+		}
 		s := make([]float64, n)
 		keys := make([]uint64, n)
 		for i := range s {
@@ -305,10 +395,9 @@ func TestTopK(t *testing.T) {
 			keys[i] = rng.Uint64()
 		}
 		k := 1 + rng.IntN(n+3)
-		got := topK(s, keys, k, nil)
-		all := topK(s, keys, n, nil)
-		if !slices.Equal(got, all[:min(k, n)]) {
-			t.Fatalf("topK %v != sorted prefix %v", got, all[:min(k, n)])
+		got := topK(s, keys, k, nil, &all)
+		if want := sortedPrefix(s, keys, min(k, n)); !slices.Equal(got, want) {
+			t.Fatalf("topK %v != sorted prefix %v", got, want)
 		}
 	}
 }
@@ -394,6 +483,55 @@ func TestPostMean(t *testing.T) {
 		if got, want := postMean(tc.x, tc.lambda, tc.b, tc.kmax), direct(tc.x, tc.lambda, tc.b, tc.kmax); math.Abs(got-want) > 1e-9 {
 			t.Errorf("postMean%+v = %v, want %v", tc, got, want)
 		}
+	}
+	// Random cases against the direct sum (relative 1e-9), and the
+	// recurrence against the log-domain path it falls back to.
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range 20000 {
+		x := -5 + 45*rng.Float64()
+		if i%4 == 0 {
+			x = math.Round(x) // on a lattice point: the crossing case
+		}
+		lambda := 20 * rng.Float64() * rng.Float64()
+		b := math.Exp(-3 + 5*rng.Float64())
+		kmax := 1 + rng.IntN(60)
+		if lambda == 0 {
+			continue
+		}
+		got, want := postMean(x, lambda, b, kmax), direct(x, lambda, b, kmax)
+		if math.Abs(got-want) > 1e-9*max(1, want) {
+			t.Fatalf("postMean(%v, %v, %v, %d) = %v, want %v", x, lambda, b, kmax, got, want)
+		}
+		if lg := postMeanLog(x, lambda, b, kmax); math.Abs(got-lg) > 1e-9*max(1, lg) {
+			t.Fatalf("postMean(%v, %v, %v, %d) = %v, log-domain %v", x, lambda, b, kmax, got, lg)
+		}
+	}
+	// The cache of x <= 0 means: equal to the uncached mean at every
+	// x <= 0 (the mean does not depend on x there), per count, and not
+	// used for x > 0 or fractional counts.
+	for _, b := range []float64{0.1, 0.5, 2} {
+		var ps postScale
+		ps.set(b, 40)
+		for i := range 2000 {
+			cnt := float64(rng.IntN(8))
+			if i%7 == 0 {
+				cnt += 0.5
+			}
+			x := -6 * rng.Float64()
+			if i%5 == 0 {
+				x = 3 * rng.Float64()
+			}
+			lambda := 0.8 * (cnt + 0.3)
+			got, want := ps.meanCount(x, cnt, lambda), direct(x, lambda, b, 40)
+			if math.Abs(got-want) > 1e-9*max(1, want) {
+				t.Fatalf("b=%v: meanCount(%v, %v) = %v, direct %v", b, x, cnt, got, want)
+			}
+		}
+	}
+	// Tiny scales take the log-domain path: the mean is the clamped
+	// lattice point nearest x unless the prior pulls it off.
+	if m := postMean(7.2, 6, 1e-4, 50); math.Abs(m-7) > 1e-9 {
+		t.Errorf("postMean at b = 1e-4: %v, want 7", m)
 	}
 	if postMean(2.5, 1, 0, 10) != 2.5 || postMean(12, 1, 0, 10) != 10 || postMean(3, 0, 1, 10) != 0 {
 		t.Error("limits")

@@ -2,13 +2,17 @@ package cli
 
 import (
 	"fmt"
-	"github.com/dplp/dplp/calib"
-	"github.com/dplp/dplp/randx"
-	"github.com/dplp/dplp/release"
+	"os"
+	"runtime/pprof"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/model"
+	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/release"
 	"github.com/dplp/dplp/score"
 	"github.com/spf13/cobra"
 )
@@ -54,6 +58,23 @@ func benchScorer(cmd *cobra.Command, path string, pf *protFlags, qspec string, k
 	}
 	sc, err := score.New(g, prot, k)
 	return sc, queries, err
+}
+
+// startCPUProfile starts a CPU profile written to path (nothing when path
+// is empty); stop ends it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func printBench(cmd *cobra.Command, asJSON bool, keys []string, vals map[string]any) error {
@@ -129,15 +150,17 @@ func (o *benchScoreOptions) run(cmd *cobra.Command) error {
 // validate, the parsed score and calibration.
 type benchSampleOptions struct {
 	path, kind, method, qspec string
-	sampler                   string
+	sampler, modelPath        string
+	cpuProfile                string
 	k                         int
 	eps                       float64
 	seed                      uint64
 	asJSON                    bool
 	pf                        protFlags
 
-	sk  score.Kind
-	cfg calib.Config
+	sk    score.Kind
+	cfg   calib.Config
+	model *model.Model
 }
 
 func newBenchSampleCmd() *cobra.Command {
@@ -151,7 +174,12 @@ and sampling a top-K list with the chosen mechanism (default: exponential
 mechanism as Gumbel top-K, with the zero-score candidates handled as one block).
 Graph loading is not timed. Prints queries, candidates, seconds and
 candidates_per_second (JSON keys exactly these). Seeded (--seed): a benchmark,
-not a deployment.`,
+not a deployment.
+
+--model FILE times a trained model's release path instead of a --method (the
+model's score; --score may be omitted): with a dplp-list model, one Laplace
+release of the private evidence per list and the fitted combination, which is
+how a list-level release compares with a per-pick one in the same run.`,
 		Args: cobra.NoArgs,
 		RunE: checked(o.validate, o.run),
 	}
@@ -170,10 +198,22 @@ func (o *benchSampleOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.sampler, "sampler", "float", "float (Gumbel keys) or exact (base-2 mechanism, integer arithmetic; exponential only)")
 	f.Uint64Var(&o.seed, "seed", 1, "noise seed")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
+	f.StringVar(&o.modelPath, "model", "", "time this trained model's release path (triad scores) instead of --method")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed release (go tool pprof) to this file")
 	o.pf.register(cmd, "protect-seed")
 }
 
 func (o *benchSampleOptions) validate() error {
+	if o.modelPath != "" {
+		m, err := model.Load(o.modelPath)
+		if err != nil {
+			return err
+		}
+		if o.kind != "" && !strings.EqualFold(o.kind, m.Score) {
+			return fmt.Errorf("--score %s differs from the model's score %s (%s)", o.kind, m.Score, o.modelPath)
+		}
+		o.kind, o.model = m.Score, m
+	}
 	sk, err := score.ParseKind(o.kind)
 	if err != nil {
 		return err
@@ -205,10 +245,20 @@ func (o *benchSampleOptions) run(cmd *cobra.Command) error {
 	default:
 		return fmt.Errorf("--sampler must be float or exact, got %q", o.sampler)
 	}
-	rec, err := release.NewMechanism(o.cfg, fmt.Sprintf("bench:%s:%s:eps=%g", o.cfg.Method, o.sk, o.eps), sc.Graph(), sc.Protection(), ropts...)
+	var rec *release.Recommender
+	if o.model != nil {
+		rec, err = release.New(o.model, sc.Graph(), sc.Protection(), ropts...)
+	} else {
+		rec, err = release.NewMechanism(o.cfg, fmt.Sprintf("bench:%s:%s:eps=%g", o.cfg.Method, o.sk, o.eps), sc.Graph(), sc.Protection(), ropts...)
+	}
 	if err != nil {
 		return err
 	}
+	stop, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	fmt.Fprintf(cmd.ErrOrStderr(), "noise: %s (per-user streams; no ledger: a benchmark, nothing is released)\n", randx.Source{Seeded: true, Seed: o.seed})
 	start := time.Now()
 	var total int64

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
-	"runtime/pprof"
 
 	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/ledger"
@@ -81,17 +79,11 @@ func (o *benchChargeOptions) run(cmd *cobra.Command) error {
 	bar := progress.New(int64(o.opt.N), "charging")
 	done := 0
 	o.opt.Progress = func(n int) { bar.Add(n - done); done = n }
-	if o.cpuProfile != "" {
-		pf, err := os.Create(o.cpuProfile)
-		if err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return fmt.Errorf("--cpuprofile: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stop, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	res, err := ledgerbench.Run(cmd.Context(), st, o.opt)
 	bar.Finish()
 	if err != nil {

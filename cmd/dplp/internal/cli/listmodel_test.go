@@ -236,3 +236,35 @@ func TestAuditListMechanisms(t *testing.T) {
 		t.Fatal("unknown mechanism accepted")
 	}
 }
+
+// bench sample --model times a dplp-list model's release path (every
+// user's list; a profile when asked), and refuses a --score other than the
+// model's.
+func TestBenchSampleModel(t *testing.T) {
+	dir, g, marks := listFixture(t)
+	mp := filepath.Join(dir, "list.json")
+	if _, stderr, err := run(t, "train", "--graph", g, "--protected", marks, "--score", "cn", "--variant", "dplp-list", "--unit", "pair", "--eps", "1", "--out", mp); err != nil {
+		t.Fatalf("train: %v %s", err, stderr)
+	}
+	prof := filepath.Join(dir, "cpu.prof")
+	out, stderr, err := run(t, "bench", "sample", "--graph", g, "--protected", marks, "--model", mp, "--json", "--cpuprofile", prof)
+	if err != nil {
+		t.Fatalf("bench sample: %v %s", err, stderr)
+	}
+	var res struct {
+		Queries    int   `json:"queries"`
+		Candidates int64 `json:"candidates"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if res.Queries != 300 || res.Candidates <= 0 {
+		t.Fatalf("result %+v", res)
+	}
+	if st, err := os.Stat(prof); err != nil || st.Size() == 0 {
+		t.Fatalf("profile: %v", err)
+	}
+	if _, _, err := run(t, "bench", "sample", "--graph", g, "--protected", marks, "--model", mp, "--score", "aa"); err == nil || !strings.Contains(err.Error(), "differs from the model's score") {
+		t.Fatalf("--score aa with a cn model: %v", err)
+	}
+}
