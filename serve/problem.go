@@ -21,6 +21,10 @@ const (
 	TypeRateLimited      = "rate-limited"         // 429: too many requests (Retry-After says when to retry)
 	TypeUnavailable      = "unavailable"          // 503: not ready or shutting down
 	TypeInternal         = "internal-error"       // 500
+	// net/http's own replies to requests it cannot parse (rawreply.go):
+	// 400 ones are invalid-request; these two have their own statuses.
+	TypeHeaderTooLarge = "header-too-large" // 431: request header over the limit
+	TypeNotImplemented = "not-implemented"  // 501: unsupported transfer encoding
 )
 
 // BudgetExhaustedStatus is the HTTP status of a budget refusal: 403, not
@@ -40,6 +44,8 @@ var problemTitles = map[string]string{
 	TypeRateLimited:      "Too many requests",
 	TypeUnavailable:      "Service unavailable",
 	TypeInternal:         "Internal server error",
+	TypeHeaderTooLarge:   "Request header fields too large",
+	TypeNotImplemented:   "Not implemented",
 }
 
 // Problem is an RFC 9457 problem details object.

@@ -552,6 +552,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	if _, ok := ln.(*tlsListener); !ok {
+		ln = problemListener{ln} // net/http's canned replies as problem documents (rawreply.go)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	s.log.Info("listening", "addr", ln.Addr().String())

@@ -152,7 +152,10 @@ func TLSConfig(r *CertReloader) *tls.Config {
 
 // TLSListener wraps ln so that every accepted connection speaks TLS with
 // TLSConfig(r). Server.Serve on the returned listener serves HTTPS and
-// HTTP/2 with no other change.
+// HTTP/2 with no other change. Handshakes run off the accept loop (bounded
+// by handshakeTimeout), and HTTP/1.1 connections get net/http's replies to
+// unparsable requests as problem documents (rawreply.go); a plain-HTTP
+// request to the port is answered with a problem+json 400 in clear text.
 func TLSListener(ln net.Listener, r *CertReloader) net.Listener {
-	return tls.NewListener(ln, TLSConfig(r))
+	return newTLSListener(ln, TLSConfig(r))
 }
