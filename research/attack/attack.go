@@ -25,6 +25,23 @@
 // G_0 and G_1), so the test is the Neyman-Pearson test up to estimation
 // error.
 //
+// Privacy units (Config.Unit, privacy-model §16). The unit decides how the
+// attacked release is calibrated and what is claimed. The per-pick
+// mechanisms keep their party-unit calibration (Delta_s(u) bounds a whole
+// party) under both units: a party-unit guarantee is also a pair-unit one
+// at the same cost (§16.6), so their lists, and the claim, are the same.
+// dplp-list (Config.DPLPList: the Laplace mechanism on the private
+// evidence vector, mech/list, charged eps per list whatever K) is
+// calibrated to L1(u) = score.Scorer.Evidence(u, unit).L1 of its evidence
+// score: the pair-unit bound is smaller, by up to the number of a party's
+// pairs. Its claim is eps per list under the unit; under the pair unit a
+// secret of m protected pairs of one party is claimed m x eps per list
+// (group privacy, privunit.GroupCost), so OnePair plays the pair unit's
+// own neighbouring graphs. dplp-list is attacked with its default
+// combination (list.DefaultPosterior: W = 1, A = 0.3, rho =
+// list.PriorRho), i.e. without the training check's veto, which can only
+// replace it by public-only at cost 0.
+//
 // Attacks:
 //
 //   - Triad (the paper's threat): a query user u; the secret is whether
@@ -55,9 +72,12 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dplp/dplp/accountant"
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/par"
+	"github.com/dplp/dplp/mech/list"
+	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/release"
@@ -99,15 +119,17 @@ type Config struct {
 	Method      calib.Method
 	Calibration calib.Calibration
 	Score       score.Kind
-	Eps         float64 // eps_p per pick
-	K           int     // list length
-	Lists       int     // fresh lists each observer requests per trial (0: 1)
-	Trials      int     // evaluated trials (games)
-	Sybils      int     // sybil attack: number of fake nodes (0: 3)
-	OnePair     bool    // triad, no-noise: the secret is one pair {w, x} instead of all of w's pairs into N(u)
-	CalibGames  int     // simulated games per hypothesis for the threshold (0: Trials)
-	HistLists   int     // simulated lists per hypothesis and observer for the feature distributions (0: 4000)
-	Shortlist   int     // triad, no-noise: targets simulated during selection (0: 12)
+	Eps         float64       // eps_p per pick; dplp-list: eps per list
+	Unit        privunit.Unit // privacy unit of the calibration and the claim (zero value: Party)
+	DPLPList    bool          // release with dplp-list instead of Method (Calibration must be rigorous)
+	K           int           // list length
+	Lists       int           // fresh lists each observer requests per trial (0: 1)
+	Trials      int           // evaluated trials (games)
+	Sybils      int           // sybil attack: number of fake nodes (0: 3)
+	OnePair     bool          // triad, no-noise: the secret is one pair {w, x} instead of all of w's pairs into N(u)
+	CalibGames  int           // simulated games per hypothesis for the threshold (0: Trials)
+	HistLists   int           // simulated lists per hypothesis and observer for the feature distributions (0: 4000)
+	Shortlist   int           // triad, no-noise: targets simulated during selection (0: 12)
 	Seed        uint64
 	// OnTrial, when set, is called after every evaluated trial, from
 	// several goroutines at once (for progress display).
@@ -157,6 +179,17 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("attack: calibration games >= 2, histogram lists >= 10 and shortlist >= 1 required")
 	case c.Score == score.Bounded:
 		return fmt.Errorf("attack: only the triad scores (cn, aa, ra, jc, pa) are supported")
+	case !c.Unit.Valid():
+		return fmt.Errorf("attack: invalid privacy unit %d", c.Unit)
+	}
+	if c.DPLPList {
+		if c.Calibration != calib.Rigorous {
+			return fmt.Errorf("attack: dplp-list is calibrated to its evidence bound L1(u); it has no %s calibration", c.Calibration)
+		}
+		if err := accountant.CheckEps(c.Eps); err != nil {
+			return fmt.Errorf("attack: dplp-list: %w", err)
+		}
+		return nil
 	}
 	cc := c.calibConfig()
 	return cc.Validate()
@@ -164,6 +197,24 @@ func (c *Config) Validate() error {
 
 func (c *Config) calibConfig() *calib.Config {
 	return &calib.Config{Method: c.Method, Calibration: c.Calibration, Kind: c.Score, Eps: c.Eps}
+}
+
+// mechanism is the attacked release: a per-pick calibration (cc), or
+// dplp-list at eps per list calibrated under unit.
+type mechanism struct {
+	cc    *calib.Config // per-pick mechanisms; nil for dplp-list
+	list  bool
+	eps   float64
+	unit  privunit.Unit
+	scale float64 // Config.deltaScale
+}
+
+// mechanism returns the configured release (after defaults).
+func (c *Config) mechanism() *mechanism {
+	if c.DPLPList {
+		return &mechanism{list: true, eps: c.Eps, unit: c.Unit, scale: c.deltaScale}
+	}
+	return &mechanism{cc: c.calibConfig(), unit: c.Unit, scale: c.deltaScale}
 }
 
 // Target describes the attacked secret.
@@ -181,7 +232,10 @@ type Result struct {
 	Method        string     `json:"method"`
 	Calibration   string     `json:"calibration"`
 	Score         string     `json:"score"`
+	Unit          string     `json:"unit,omitempty"` // privacy unit; omitted for per-pick party-unit results (every result written before units existed)
 	EpsP          float64    `json:"eps_p"`
+	EpsList       float64    `json:"eps_list,omitempty"`    // dplp-list: eps per list (eps_p is then 0)
+	EvidenceL1    []float64  `json:"evidence_l1,omitempty"` // dplp-list: each observer's L1(u) under the unit (Laplace scale L1(u)/eps_list)
 	K             int        `json:"k"`
 	Lists         int        `json:"lists"`
 	Trials        int        `json:"trials"`
@@ -218,17 +272,40 @@ type game struct {
 	sc     [2]*score.Scorer
 	obs    []int32
 	target int32
+	pairs  int // secret pairs
 	info   Target
+
+	// dplp-list: the evidence scorers (== sc when the evidence score is
+	// the base score) and the combination.
+	ev   [2]*score.Scorer
+	comb list.Combine
 }
 
-func newGame(g0, g1 *graph.Graph, p *protect.Set, k score.Kind, obs []int32, target int32, pairs []graph.Edge) (*game, error) {
-	gm := &game{g: [2]*graph.Graph{g0, g1}, p: p, obs: obs, target: target}
+// newGame builds the game; dplpList also prepares dplp-list's evidence
+// scorers and its default combination (the prior scale rho reads only the
+// marks and the non-protected edges, which G_0 and G_1 share).
+func newGame(g0, g1 *graph.Graph, p *protect.Set, k score.Kind, obs []int32, target int32, pairs []graph.Edge, dplpList bool) (*game, error) {
+	gm := &game{g: [2]*graph.Graph{g0, g1}, p: p, obs: obs, target: target, pairs: len(pairs)}
 	for b := range 2 {
 		sc, err := score.New(gm.g[b], p, k)
 		if err != nil {
 			return nil, err
 		}
 		gm.sc[b] = sc
+	}
+	if dplpList {
+		ek := list.EvidenceKind(k)
+		for b := range 2 {
+			gm.ev[b] = gm.sc[b]
+			if ek != k {
+				ev, err := score.New(gm.g[b], p, ek)
+				if err != nil {
+					return nil, err
+				}
+				gm.ev[b] = ev
+			}
+		}
+		gm.comb = *list.DefaultPosterior(list.PriorRho(g0, p)).Default
 	}
 	for _, o := range obs {
 		gm.info.Observers = append(gm.info.Observers, g1.Label(o))
@@ -249,6 +326,7 @@ type sim struct {
 	plan   [2][]calib.Plan
 	n      [2]int          // nodes of G_0 and G_1
 	rel    release.Sampler // the deployed sampler
+	lst    *listSim        // dplp-list's release (nil for per-pick mechanisms)
 }
 
 // queryOf is what the calibration sees for observer r.U on g: the
@@ -268,8 +346,13 @@ func queryOf(cc *calib.Config, g *graph.Graph, p *protect.Set, r *score.Result) 
 	return q
 }
 
-func newSim(gm *game, cc *calib.Config, k int, deltaScale float64) *sim {
+func newSim(gm *game, m *mechanism, k int) *sim {
 	s := &sim{k: k, target: gm.target}
+	if m.list {
+		s.lst = newListSim(gm, m)
+		return s
+	}
+	cc, deltaScale := m.cc, m.scale
 	for b := range 2 {
 		s.n[b] = gm.g[b].N()
 		s.res[b] = make([]score.Result, len(gm.obs))
@@ -294,6 +377,9 @@ func newSim(gm *game, cc *calib.Config, k int, deltaScale float64) *sim {
 // feature releases one list of observer i in world b and returns the
 // target's position in it (1..K), or 0 when it is absent.
 func (s *sim) feature(b, i int, rng *rand.Rand) (int, error) {
+	if s.lst != nil {
+		return s.lst.feature(b, i, s.k, s.target, rng)
+	}
 	// The zero block is listed (InZero nil) rather than drawn by rejection:
 	// the same distribution (its members are exchangeable) with a random
 	// stream that does not depend on the graph's size.
@@ -330,11 +416,11 @@ func parallel(n int, mk func() func(i int) error) error {
 // histograms simulates lists per hypothesis and observer on the attacker's
 // copies and returns smoothed log ratios ln(P1(f)/P0(f)) per observer and
 // feature f in [0, K].
-func histograms(gm *game, cc *calib.Config, cfg *Config, tag uint64, lists int) ([][]float64, error) {
+func histograms(gm *game, m *mechanism, cfg *Config, tag uint64, lists int) ([][]float64, error) {
 	nobs := len(gm.obs)
 	fe := make([]int, 2*nobs*lists)
 	err := parallel(2*nobs, func() func(int) error {
-		s := newSim(gm, cc, cfg.K, cfg.deltaScale)
+		s := newSim(gm, m, cfg.K)
 		return func(j int) error {
 			b, i := j/nobs, j%nobs
 			for l := range lists {
@@ -455,26 +541,26 @@ func Run(g *graph.Graph, p *protect.Set, cfg Config) (*Result, error) {
 	if p.N() != g.N() {
 		return nil, fmt.Errorf("attack: protection set has %d nodes, graph has %d", p.N(), g.N())
 	}
-	cc := cfg.calibConfig()
+	m := cfg.mechanism()
 	var gm *game
 	var err error
 	switch cfg.Attack {
 	case Sybil:
 		gm, err = sybilGame(g, p, &cfg)
 	default:
-		gm, err = triadGame(g, p, &cfg, cc)
+		gm, err = triadGame(g, p, &cfg, m)
 	}
 	if err != nil {
 		return nil, err
 	}
-	lr, err := histograms(gm, cc, &cfg, tagHist, cfg.HistLists)
+	lr, err := histograms(gm, m, &cfg, tagHist, cfg.HistLists)
 	if err != nil {
 		return nil, err
 	}
 	// Threshold from separately simulated games.
 	tcal := make([]float64, 2*cfg.CalibGames)
 	err = parallel(len(tcal), func() func(int) error {
-		s := newSim(gm, cc, cfg.K, cfg.deltaScale)
+		s := newSim(gm, m, cfg.K)
 		return func(j int) error {
 			var e error
 			tcal[j], e = play(s, lr, cfg.Lists, j%2, randx.Derive(cfg.Seed, tagCalib, uint64(j)))
@@ -497,7 +583,7 @@ func Run(g *graph.Graph, p *protect.Set, cfg Config) (*Result, error) {
 	type outcome struct{ b, guess int }
 	out := make([]outcome, cfg.Trials)
 	err = parallel(cfg.Trials, func() func(int) error {
-		s := newSim(gm, cc, cfg.K, cfg.deltaScale)
+		s := newSim(gm, m, cfg.K)
 		return func(j int) error {
 			rng := randx.Derive(cfg.Seed, tagTrial, uint64(j))
 			b := int(rng.Uint64() & 1)
@@ -541,6 +627,13 @@ func Run(g *graph.Graph, p *protect.Set, cfg Config) (*Result, error) {
 	if cfg.Method == calib.NonPrivate || cfg.Method == calib.PublicOnly {
 		res.EpsP = 0
 	}
+	if cfg.DPLPList || cfg.Unit != privunit.Party {
+		res.Unit = cfg.Unit.String()
+	}
+	if cfg.DPLPList {
+		res.Method, res.Calibration, res.EpsP, res.EpsList = DPLPList, calib.Rigorous.String(), 0, cfg.Eps
+		res.EvidenceL1 = newListSim(gm, m).l1s()
+	}
 	if n1 > 0 {
 		res.TPR = float64(tp) / float64(n1)
 	}
@@ -550,7 +643,11 @@ func Run(g *graph.Graph, p *protect.Set, cfg Config) (*Result, error) {
 	res.TPRCI[0], res.TPRCI[1] = ClopperPearson(tp, n1, Confidence)
 	res.FPRCI[0], res.FPRCI[1] = ClopperPearson(fp, n0, Confidence)
 	res.EpsLowerBound = EpsLowerBound(tp, n1, fp, n0, Confidence)
-	claim(res, cc, &cfg, len(gm.obs))
+	if cfg.DPLPList {
+		listClaim(res, &cfg, gm)
+	} else {
+		claim(res, m.cc, &cfg, len(gm.obs))
+	}
 	return res, nil
 }
 
@@ -579,6 +676,9 @@ func claim(res *Result, cc *calib.Config, cfg *Config, observers int) {
 		notes = append(notes, "proven")
 	}
 	notes = append(notes, fmt.Sprintf("%d list(s) of %d picks (%d observer(s) x %d), %g per list", lists, cfg.K, observers, cfg.Lists, per))
+	if cfg.Unit == privunit.Pair {
+		notes = append(notes, "pair unit: calibrated to the party unit (Delta_s(u) bounds a whole party), which implies the pair-unit guarantee at the same cost (privacy-model §16.6)")
+	}
 	if observers > 1 {
 		notes = append(notes, "a coalition's claim is the sum of its members' budgets (privacy-model §6)")
 	}

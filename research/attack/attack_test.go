@@ -4,10 +4,12 @@ import (
 	"math"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/research/gen"
@@ -227,5 +229,140 @@ func TestChooseThreshold(t *testing.T) {
 	thr := chooseThreshold(t0, t1)
 	if thr != 0.5 {
 		t.Errorf("threshold %v, want 0.5 (separates all but the tie)", thr)
+	}
+}
+
+// unitGraph is a small graph around the query 0 (neighbours 1 and 2): node
+// 1 has protected pairs to the non-neighbours 3, 4, 5 (hub) or to 3 only
+// (single). Returns the graph with every pair, the marks and the secret
+// pairs of node 1.
+func unitGraph(t *testing.T, hub bool) (*graph.Graph, *protect.Set, []graph.Edge) {
+	t.Helper()
+	secret := []graph.Edge{{U: 1, V: 3}}
+	if hub {
+		secret = append(secret, graph.Edge{U: 1, V: 4}, graph.Edge{U: 1, V: 5})
+	}
+	edges := append([]graph.Edge{{U: 0, V: 1}, {U: 0, V: 2}, {U: 2, V: 6}, {U: 6, V: 7}, {U: 3, V: 7}, {U: 4, V: 6}, {U: 5, V: 7}, {U: 2, V: 3}}, secret...)
+	g, _, err := graph.FromEdges(8, edges, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := protect.New(8, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, p, secret
+}
+
+// TestUnitCalibration: the pair unit recalibrates dplp-list (its noise is
+// L1(u) under the unit: smaller under the pair unit when one party has
+// several pairs reaching u's evidence, equal when every party has one) and
+// leaves the per-pick mechanisms' calibration unchanged (their party-unit
+// Delta_s(u) already implies the pair-unit guarantee).
+func TestUnitCalibration(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		hub           bool
+		method        calib.Method
+		list          bool
+		kind          score.Kind
+		party, pairL1 float64 // dplp-list: want L1(0) under each unit
+		samePerPick   bool    // per-pick: plans equal under both units
+	}{
+		{name: "exponential/cn/hub", hub: true, method: calib.Exponential, kind: score.CN, samePerPick: true},
+		{name: "exponential/aa/hub", hub: true, method: calib.Exponential, kind: score.AA, samePerPick: true},
+		{name: "laplace-peeling/jc/hub", hub: true, method: calib.LaplacePeeling, kind: score.JC, samePerPick: true},
+		{name: "laplace/cn/single", method: calib.Laplace, kind: score.CN, samePerPick: true},
+		{name: "dplp-list/cn/hub", hub: true, list: true, kind: score.CN, party: 3, pairL1: 1},
+		{name: "dplp-list/aa/hub", hub: true, list: true, kind: score.AA, party: 3, pairL1: 1}, // evidence: CN's
+		{name: "dplp-list/jc/hub", hub: true, list: true, kind: score.JC, party: 1.5, pairL1: 0.5},
+		{name: "dplp-list/cn/single", list: true, kind: score.CN, party: 1, pairL1: 1},
+		{name: "dplp-list/jc/single", list: true, kind: score.JC, party: 0.5, pairL1: 0.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g, p, secret := unitGraph(t, tc.hub)
+			g0, g1, err := toggled(g, g.N(), g.EdgeList(), secret, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gm, err := newGame(g0, g1, p, tc.kind, []int32{0}, 3, secret, tc.list)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sims [2]*sim
+			for i, u := range []privunit.Unit{privunit.Party, privunit.Pair} {
+				cfg := Config{Method: tc.method, Score: tc.kind, Eps: 0.5, K: 2, Unit: u, DPLPList: tc.list, deltaScale: 1}
+				sims[i] = newSim(gm, cfg.mechanism(), cfg.K)
+			}
+			if tc.list {
+				for b := range 2 {
+					if got := [2]float64{sims[0].lst.q[b][0].L1, sims[1].lst.q[b][0].L1}; got != [2]float64{tc.party, tc.pairL1} {
+						t.Errorf("world %d: L1 party, pair = %v, want %v", b, got, [2]float64{tc.party, tc.pairL1})
+					}
+				}
+				return
+			}
+			if same := reflect.DeepEqual(sims[0].plan, sims[1].plan); same != tc.samePerPick {
+				t.Errorf("plans equal under both units: %v, want %v\nparty %+v\npair  %+v", same, tc.samePerPick, sims[0].plan, sims[1].plan)
+			}
+		})
+	}
+}
+
+// TestUnitRun: a per-pick attack is the same game under both units (only
+// the unit and the claim's note differ); dplp-list under the pair unit
+// releases with less noise, is claimed eps per list for one pair and
+// m x eps for a secret of m pairs (group privacy), and the attack measures
+// more than eps against such a secret: the pair-unit eps alone would not
+// protect the party. Both stay within their claims, and a dplp-list release
+// with its L1 scaled down by 100 is caught.
+func TestUnitRun(t *testing.T) {
+	g, p := testGraph(t)
+	party := run(t, g, p, base(Triad, calib.Exponential, calib.Rigorous, 0.5, 3, 1))
+	cfg := base(Triad, calib.Exponential, calib.Rigorous, 0.5, 3, 1)
+	cfg.Unit = privunit.Pair
+	pair := run(t, g, p, cfg)
+	if party.Unit != "" || pair.Unit != "pair" || !strings.Contains(pair.ClaimNote, "implies the pair-unit guarantee") {
+		t.Errorf("units %q, %q; pair note %q", party.Unit, pair.Unit, pair.ClaimNote)
+	}
+	same := *pair
+	same.Unit, same.ClaimNote = party.Unit, party.ClaimNote
+	if !reflect.DeepEqual(party, &same) {
+		t.Errorf("per-pick results differ between units beyond unit and note:\n%+v\n%+v", party, pair)
+	}
+
+	for _, tc := range []struct {
+		unit    privunit.Unit
+		onePair bool
+	}{{privunit.Party, false}, {privunit.Pair, false}, {privunit.Party, true}, {privunit.Pair, true}} {
+		cfg := base(Triad, 0, calib.Rigorous, 1, 5, 1)
+		cfg.DPLPList, cfg.Unit, cfg.OnePair, cfg.HistLists = true, tc.unit, tc.onePair, 1000
+		res := run(t, g, p, cfg)
+		m := len(res.Target.Pairs)
+		want := 1.0
+		if tc.unit == privunit.Pair {
+			want = float64(m)
+		}
+		if res.Method != DPLPList || res.Unit != tc.unit.String() || res.EpsP != 0 || res.EpsList != 1 || len(res.EvidenceL1) != 1 {
+			t.Errorf("%v one-pair %v: result %+v", tc.unit, tc.onePair, res)
+		}
+		if l1 := res.EvidenceL1[0]; (tc.unit == privunit.Pair) != (l1 == 1) || l1 <= 0 {
+			t.Errorf("%v: CN evidence L1 %v (pair unit: 1; party unit: the party's pairs, here more than 1)", tc.unit, l1)
+		}
+		if !res.ClaimProven || res.Claimed() != want || res.ExceedsClaim {
+			t.Errorf("%v one-pair %v: claim %v (proven %v), want %v; eps_lb %.3f", tc.unit, tc.onePair, res.Claimed(), res.ClaimProven, want, res.EpsLowerBound)
+		}
+		if tc.unit == privunit.Pair && !tc.onePair && (m < 3 || res.EpsLowerBound <= cfg.Eps) {
+			t.Errorf("pair unit, %d-pair secret: eps_lb %.3f should exceed the per-pair eps %g", m, res.EpsLowerBound, cfg.Eps)
+		}
+	}
+	cfg = base(Sybil, 0, calib.Rigorous, 0.2, 2, 1)
+	cfg.DPLPList, cfg.Unit, cfg.deltaScale = true, privunit.Pair, 0.01
+	if res := run(t, g, p, cfg); !res.ExceedsClaim {
+		t.Errorf("dplp-list with L1/100: eps_lb %.3f not above claim %.3g", res.EpsLowerBound, res.Claimed())
+	}
+	cfg.Calibration = calib.Reference
+	if _, err := Run(g, p, cfg); err == nil {
+		t.Error("dplp-list with the reference calibration: no error")
 	}
 }

@@ -19,15 +19,48 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/dplp/dplp/privunit"
 )
 
+// privunitNames orders units in tables: party first.
+var privunitNames = []string{privunit.Party.String(), privunit.Pair.String()}
+
 // Release names the release configuration of a result, e.g.
-// "exponential/rigorous" ("nonprivate" alone: it has no calibration).
+// "exponential/rigorous" ("nonprivate", "public-only" and "dplp-list"
+// alone: they have no calibration to choose).
 func (r *Result) Release() string {
-	if r.Method == "nonprivate" || r.Method == "public-only" {
+	if r.Method == "nonprivate" || r.Method == "public-only" || r.Method == DPLPList {
 		return r.Method
 	}
 	return r.Method + "/" + r.Calibration
+}
+
+// PrivacyUnit is the result's privacy unit: "party" when the result
+// carries none (per-pick results written before units, and per-pick
+// party-unit results, which omit it).
+func (r *Result) PrivacyUnit() string {
+	if r.Unit == "" {
+		return privunit.Party.String()
+	}
+	return r.Unit
+}
+
+// eps is the result's eps: per pick, or per list for dplp-list.
+func (r *Result) eps() float64 {
+	if r.EpsList != 0 {
+		return r.EpsList
+	}
+	return r.EpsP
+}
+
+// label names a result's series in plots: the release, with the unit when
+// it is not the party unit.
+func (r *Result) label() string {
+	if u := r.PrivacyUnit(); u != privunit.Party.String() {
+		return r.Release() + " (" + u + " unit)"
+	}
+	return r.Release()
 }
 
 func fmtClaim(r *Result) string {
@@ -41,12 +74,14 @@ func fmtClaim(r *Result) string {
 	return s
 }
 
-// WriteCSV writes one row per result.
+// WriteCSV writes one row per result. The last columns are the privacy
+// unit (party for results without one) and dplp-list's eps per list (empty
+// for per-pick mechanisms).
 func WriteCSV(w io.Writer, results []*Result) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"graph", "attack", "method", "calibration", "score", "eps_p", "k", "lists", "trials", "positives",
 		"tpr", "tpr_lo", "tpr_hi", "fpr", "fpr_lo", "fpr_hi", "accuracy", "eps_claimed", "claim_proven", "eps_lower_bound", "exceeds_claim",
-		"observers", "candidate", "secret_pairs"})
+		"observers", "candidate", "secret_pairs", "unit", "eps_list"})
 	f := func(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
 	for _, r := range results {
 		claim := ""
@@ -57,31 +92,39 @@ func WriteCSV(w io.Writer, results []*Result) error {
 		for _, p := range r.Target.Pairs {
 			pairs = append(pairs, p[0]+"-"+p[1])
 		}
+		epsList := ""
+		if r.EpsList != 0 {
+			epsList = f(r.EpsList)
+		}
 		cw.Write([]string{r.Graph, r.Attack, r.Method, r.Calibration, r.Score, f(r.EpsP), strconv.Itoa(r.K), strconv.Itoa(r.Lists),
 			strconv.Itoa(r.Trials), strconv.Itoa(r.Positives), f(r.TPR), f(r.TPRCI[0]), f(r.TPRCI[1]), f(r.FPR), f(r.FPRCI[0]), f(r.FPRCI[1]),
 			f(r.Accuracy), claim, strconv.FormatBool(r.ClaimProven), f(r.EpsLowerBound), strconv.FormatBool(r.ExceedsClaim),
-			strings.Join(r.Target.Observers, " "), r.Target.Candidate, strings.Join(pairs, " ")})
+			strings.Join(r.Target.Observers, " "), r.Target.Candidate, strings.Join(pairs, " "), r.PrivacyUnit(), epsList})
 	}
 	cw.Flush()
 	return cw.Error()
 }
 
-// WriteMarkdown writes a table with one row per graph, release and eps_p
-// and, per attack, "accuracy / eps_lb (claim)"; a claim marked * is not
-// proven, and eps_lb is bold when it exceeds the claim.
+// WriteMarkdown writes a table with one row per graph, release, privacy
+// unit and eps and, per attack, "accuracy / eps_lb (claim)"; a claim marked
+// * is not proven, and eps_lb is bold when it exceeds the claim. The unit
+// column appears when some result is not under the party unit; dplp-list's
+// eps is per list ("E/list").
 func WriteMarkdown(w io.Writer, results []*Result) error {
 	var attacks []string
 	type key struct {
-		graph, release string
-		eps            float64
+		graph, release, unit string
+		eps                  float64
 	}
 	rows := map[key]map[string]*Result{}
 	var keys []key
+	units := false
 	for _, r := range results {
 		if !slices.Contains(attacks, r.Attack) {
 			attacks = append(attacks, r.Attack)
 		}
-		k := key{r.Graph, r.Release(), r.EpsP}
+		units = units || r.PrivacyUnit() != privunit.Party.String()
+		k := key{r.Graph, r.Release(), r.PrivacyUnit(), r.eps()}
 		if rows[k] == nil {
 			rows[k] = map[string]*Result{}
 			keys = append(keys, k)
@@ -94,7 +137,7 @@ func WriteMarkdown(w io.Writer, results []*Result) error {
 		}
 		return len(a)
 	}
-	rel := []string{"nonprivate", "exponential/rigorous", "exponential/reference", "laplace/rigorous", "laplace/reference"}
+	rel := []string{"nonprivate", "exponential/rigorous", "exponential/reference", "laplace/rigorous", "laplace/reference", DPLPList}
 	att := []string{"triad", "sybil", "no-noise"}
 	slices.SortStableFunc(attacks, func(a, b string) int { return cmp.Compare(order(att, a), order(att, b)) })
 	var graphs []string
@@ -105,10 +148,15 @@ func WriteMarkdown(w io.Writer, results []*Result) error {
 	}
 	slices.SortStableFunc(keys, func(a, b key) int {
 		return cmp.Or(cmp.Compare(order(graphs, a.graph), order(graphs, b.graph)),
-			cmp.Compare(order(rel, a.release), order(rel, b.release)), cmp.Compare(a.release, b.release), cmp.Compare(a.eps, b.eps))
+			cmp.Compare(order(rel, a.release), order(rel, b.release)), cmp.Compare(a.release, b.release),
+			cmp.Compare(order(privunitNames, a.unit), order(privunitNames, b.unit)), cmp.Compare(a.eps, b.eps))
 	})
 	hdr := "| graph | release | eps_p |"
 	sep := "|---|---|---|"
+	if units {
+		hdr = "| graph | release | unit | eps_p |"
+		sep = "|---|---|---|---|"
+	}
 	for _, a := range attacks {
 		hdr += " " + a + ": accuracy / eps_lb (claim) |"
 		sep += "---|"
@@ -118,10 +166,16 @@ func WriteMarkdown(w io.Writer, results []*Result) error {
 	}
 	for _, k := range keys {
 		eps := strconv.FormatFloat(k.eps, 'g', -1, 64)
-		if k.release == "nonprivate" {
+		switch k.release {
+		case "nonprivate":
 			eps = "-"
+		case DPLPList:
+			eps += "/list"
 		}
 		line := fmt.Sprintf("| %s | %s | %s |", k.graph, k.release, eps)
+		if units {
+			line = fmt.Sprintf("| %s | %s | %s | %s |", k.graph, k.release, k.unit, eps)
+		}
 		for _, a := range attacks {
 			r := rows[k][a]
 			if r == nil {
@@ -155,7 +209,7 @@ func Plot(results []*Result, base, title string) error {
 			continue
 		}
 		perfect = math.Max(perfect, EpsLowerBound(r.Positives, r.Positives, 0, r.Trials-r.Positives, Confidence))
-		n := r.Release()
+		n := r.label()
 		if _, ok := groups[n]; !ok {
 			names = append(names, n)
 		}

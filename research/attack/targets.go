@@ -230,7 +230,7 @@ func toggled(g *graph.Graph, n int, base []graph.Edge, pairs []graph.Edge, label
 // then the candidate whose simulated feature distributions differ most
 // (simulated with the configured mechanism, or with the exact top-K for
 // the no-noise attack, so that every calibration faces the same targets).
-func triadGame(g *graph.Graph, p *protect.Set, cfg *Config, cc *calib.Config) (*game, error) {
+func triadGame(g *graph.Graph, p *protect.Set, cfg *Config, m *mechanism) (*game, error) {
 	noNoise := cfg.Attack == NoNoise
 	cands, err := triadCandidates(g, p, cfg.K, noNoise, cfg.OnePair)
 	if err != nil {
@@ -243,9 +243,9 @@ func triadGame(g *graph.Graph, p *protect.Set, cfg *Config, cc *calib.Config) (*
 		return nil, errors.New("attack: no target: no user has a protected pair {w, x} with x a neighbour and w a candidate (and more than K candidates)")
 	}
 	short := shortlist(cands, cfg.Shortlist)
-	sel, scale := cc, cfg.deltaScale
+	sel := m
 	if noNoise {
-		sel, scale = &calib.Config{Method: calib.NonPrivate, Kind: cfg.Score}, 1
+		sel = &mechanism{cc: &calib.Config{Method: calib.NonPrivate, Kind: cfg.Score}, scale: 1}
 	}
 	base := g.EdgeList()
 	games := make([]*game, len(short))
@@ -258,11 +258,11 @@ func triadGame(g *graph.Graph, p *protect.Set, cfg *Config, cc *calib.Config) (*
 			if err != nil {
 				return err
 			}
-			gm, err := newGame(g0, g1, p, cfg.Score, []int32{c.u}, c.w, pairs)
+			gm, err := newGame(g0, g1, p, cfg.Score, []int32{c.u}, c.w, pairs, cfg.DPLPList)
 			if err != nil {
 				return err
 			}
-			s := newSim(gm, sel, cfg.K, scale)
+			s := newSim(gm, sel, cfg.K)
 			var cnt [2][]float64
 			for b := range 2 {
 				cnt[b] = make([]float64, cfg.K+1)
@@ -365,5 +365,5 @@ func sybilGame(g *graph.Graph, p *protect.Set, cfg *Config) (*game, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newGame(g0, g1, p2, cfg.Score, obs, best.c, secret)
+	return newGame(g0, g1, p2, cfg.Score, obs, best.c, secret, cfg.DPLPList)
 }

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/dplp/dplp/accountant"
-	"github.com/spf13/pflag"
 )
 
 func TestParseBudget(t *testing.T) {
@@ -86,40 +85,9 @@ func TestBudgetEpsPerPick(t *testing.T) {
 	}
 }
 
-func TestBudgetFlagsAndConfig(t *testing.T) {
-	graphArg := "testdata-none.txt"
-	parse := func(args ...string) (Config, error) {
-		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-		f := AddFlags(fs)
-		if err := fs.Parse(append([]string{"--graph", graphArg}, args...)); err != nil {
-			return Config{}, err
-		}
-		cfg, err := f.Config()
-		return cfg, err
-	}
-	cfg, err := parse("--budget", "pure:1,pure:3,approx:1,1e-6", "--budget", "approx:3,1e-6")
-	if err == nil || !strings.Contains(err.Error(), "testdata-none.txt") {
-		t.Fatalf("want only the missing-graph error, got %v", err)
-	}
-	if strings.Join(cfg.Budgets, " ") != "pure:1 pure:3 approx:1,1e-6 approx:3,1e-6" || len(cfg.Eps) != 0 {
-		t.Fatalf("budgets %q eps %v", cfg.Budgets, cfg.Eps)
-	}
-	for _, c := range []struct {
-		args []string
-		msg  string
-	}{
-		{[]string{"--budget", "1e-6"}, "want pure:EPS"},
-		{[]string{"--budget", "gauss:1"}, "unknown kind"},
-		{[]string{"--budget", "approx:1,2"}, "must be in (0, 1)"},
-		{[]string{"--budget", "pure:1", "--eps", "0.1"}, "not both"},
-		{[]string{"--budget", "pure:1,PURE:1"}, "same budget"},
-		{[]string{"--budget", "pure:1e-9"}, "budget pure:1e-09 at k 30"},
-	} {
-		if _, err := parse(c.args...); err == nil || !strings.Contains(err.Error(), c.msg) {
-			t.Fatalf("%v: error %v, want one containing %q", c.args, err, c.msg)
-		}
-	}
-
+// TestBudgetConfig: budgets in a configuration file (the --budget flag:
+// cmd/dplp/internal/cli/expflags_test.go).
+func TestBudgetConfig(t *testing.T) {
 	dir := t.TempDir()
 	g := tinyGraph(t, dir, "alpha", 50, 1)
 	path := filepath.Join(dir, "c.json")
@@ -129,7 +97,7 @@ func TestBudgetFlagsAndConfig(t *testing.T) {
 		}
 	}
 	write(`{"graphs": ["alpha.txt"], "budgets": ["pure:3", "approx:3,1e-6"]}`)
-	cfg, err = LoadConfig(path)
+	cfg, err := LoadConfig(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,12 +110,6 @@ func TestBudgetFlagsAndConfig(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "not both") {
 		t.Fatalf("eps and budgets in a file: %v", err)
-	}
-	// --eps on the command line replaces a file's budgets.
-	write(`{"graphs": ["alpha.txt"], "budgets": ["pure:3"]}`)
-	graphArg = g
-	if cfg, err = parse("--config", path, "--eps", "0.2"); err != nil || len(cfg.Budgets) != 0 || cfg.Eps[0] != 0.2 {
-		t.Fatalf("--eps over a file's budgets: %+v %v", cfg, err)
 	}
 }
 

@@ -34,8 +34,9 @@ import (
 )
 
 // Config is an experiment grid. It loads from JSON (LoadConfig; keys are the
-// json tags) and from command-line flags (AddFlags). Lists are expanded as a
-// Cartesian product into cells.
+// json tags); the dplp experiment command sets it from its flags
+// (cmd/dplp/internal/cli/expflags.go). Lists are expanded as a Cartesian
+// product into cells.
 type Config struct {
 	// Graphs are edge-list files; a dataset is named by its file's base name
 	// without extension(s) ("../shared/datasets/yeast.txt" -> "yeast").

@@ -28,7 +28,6 @@ import (
 	"github.com/dplp/dplp/research/gen"
 	"github.com/dplp/dplp/research/protocol"
 	"github.com/dplp/dplp/score"
-	"github.com/spf13/pflag"
 )
 
 // tinyGraph writes a small latent-space graph to dir/name.txt.
@@ -611,7 +610,9 @@ func TestReferenceCalibration(t *testing.T) {
 	checkTables(t, string(sum), 3, 1, 2+len(cfg.Methods), false)
 }
 
-func TestLoadConfigAndFlags(t *testing.T) {
+// TestLoadConfig: configuration files and presets (the experiment
+// command's flags over them: cmd/dplp/internal/cli/expflags_test.go).
+func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()
 	g := tinyGraph(t, dir, "g", 40, 1)
 	path := filepath.Join(dir, "cfg.json")
@@ -631,28 +632,6 @@ func TestLoadConfigAndFlags(t *testing.T) {
 		t.Fatalf("unknown key accepted: %v", err)
 	}
 
-	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	f := AddFlags(fs)
-	if err := fs.Parse([]string{"--preset", "table1", "--data-dir", dir, "--eps", "0.1,0.3", "--seeds", "1", "--method", "nonprivate", "--method", "dplp"}); err != nil {
-		t.Fatal(err)
-	}
-	_, err = f.Config()
-	if err == nil || !strings.Contains(err.Error(), "facebook.txt") {
-		t.Fatalf("missing preset graphs not reported: %v", err)
-	}
-	fs = pflag.NewFlagSet("x", pflag.ContinueOnError)
-	f = AddFlags(fs)
-	if err := fs.Parse([]string{"--config", path[:len(path)-len("cfg.json")] + "ok.json", "--k", "5"}); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(dir, "ok.json"), []byte(`{"graphs": ["g.txt"], "methods": ["exponential"]}`), 0o644)
-	c, err = f.Config()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.K[0] != 5 || c.Methods[0] != "exponential" || c.Eps[0] != 0.1 {
-		t.Fatalf("flags over config: %+v", c)
-	}
 	os.WriteFile(path, []byte(`{"theory": {"nodes": [100, 200], "base_nodes": 100}}`), 0o644)
 	c, err = LoadConfig(path)
 	if err != nil || c.Theory == nil || c.Theory.Sigma != 0.3 || c.Theory.Dim != 2 || len(c.Theory.Nodes) != 2 || c.Validate() != nil {
@@ -670,17 +649,6 @@ func TestLoadConfigAndFlags(t *testing.T) {
 	if err != nil || len(p.Graphs) != 5 || !slices.Equal(p.Scores, predict.Embedding) || p.Seeds != 3 || p.K[0] != 30 ||
 		p.Sigma[0] != 0.3 || p.Eps[0] != 0.1 || len(p.Methods) != len(AllMethods) {
 		t.Fatalf("table1-emb preset %+v, %v", p, err)
-	}
-	fs = pflag.NewFlagSet("x", pflag.ContinueOnError)
-	f = AddFlags(fs)
-	if err := fs.Parse([]string{"--config", filepath.Join(dir, "ok.json"), "--score", "gcn,cn", "--dim", "16", "--emb-epochs", "5", "--feature", "hadamard"}); err != nil {
-		t.Fatal(err)
-	}
-	if c, err = f.Config(); err != nil {
-		t.Fatal(err)
-	}
-	if want := (PredictorOptions{Feature: "hadamard", Dim: 16, Epochs: 5}); c.Predictor != want || !slices.Equal(c.Scores, []string{"gcn", "cn"}) {
-		t.Fatalf("predictor flags: %+v %v", c.Predictor, c.Scores)
 	}
 	if _, err := Preset("nope", ""); err == nil {
 		t.Fatal("unknown preset accepted")
@@ -1011,42 +979,6 @@ func BenchmarkEmbeddingSmokeRun(b *testing.B) {
 		if err := Run(context.Background(), cfg, filepath.Join(dir, strconv.Itoa(i)), nil); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-// The list flags print as "floats" with shortest defaults (not pflag's
-// "float64Slice" and "[0.100000]"), replace the default on first use and
-// append afterwards; the method help names the variant aliases.
-func TestFloatsFlag(t *testing.T) {
-	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	f := AddFlags(fs)
-	usage := fs.FlagUsages()
-	for _, bad := range []string{"float64Slice", "NaN", "0.100000"} {
-		if strings.Contains(usage, bad) {
-			t.Errorf("help contains %q:\n%s", bad, usage)
-		}
-	}
-	for _, want := range []string{"--eps floats", "(default 0.1)", "(default 0.3)", "dplp-lin (or lin)"} {
-		if !strings.Contains(usage, want) {
-			t.Errorf("help lacks %q:\n%s", want, usage)
-		}
-	}
-	if err := fs.Parse([]string{"--eps", "0.5, 1", "--eps", "2", "--sigma", "0.1"}); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(f.cfg.Eps, []float64{0.5, 1, 2}) || !slices.Equal(f.cfg.Sigma, []float64{0.1}) {
-		t.Fatalf("eps %v sigma %v", f.cfg.Eps, f.cfg.Sigma)
-	}
-	if err := fs.Parse([]string{"--eps", "x"}); err == nil {
-		t.Fatal("--eps x accepted")
-	}
-	fs = pflag.NewFlagSet("x", pflag.ContinueOnError)
-	f = AddFlags(fs)
-	if err := fs.Parse([]string{"--graph", "g.txt", "--eps", "nan"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.Config(); err == nil || !strings.Contains(err.Error(), "eps NaN") {
-		t.Fatalf("--eps nan: %v", err)
 	}
 }
 

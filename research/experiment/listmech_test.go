@@ -5,12 +5,10 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/dplp/dplp/graph"
-	"github.com/spf13/pflag"
 )
 
 // TestListMethodsRun: a pair- and party-unit grid with the list-level
@@ -160,32 +158,6 @@ func TestFillGaps(t *testing.T) {
 		g := rows[i].GapRecovered
 		if math.IsNaN(want) != (g == nil) || (g != nil && math.Abs(*g-want) > 1e-12) {
 			t.Errorf("row %d: gap %v, want %v", i, g, want)
-		}
-	}
-}
-
-// TestUnitFlag: --unit reaches the configuration; the default is party.
-func TestUnitFlag(t *testing.T) {
-	dir := t.TempDir()
-	g := tinyGraph(t, dir, "g", 60, 1)
-	for _, tc := range []struct {
-		args []string
-		want []string
-	}{
-		{[]string{"--graph", g}, []string{"party"}},
-		{[]string{"--graph", g, "--unit", "pair,party", "--method", "public-only,dplp-list"}, []string{"pair", "party"}},
-	} {
-		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-		f := AddFlags(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := f.Config()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(cfg.Units, tc.want) {
-			t.Errorf("%v: units %v, want %v", tc.args, cfg.Units, tc.want)
 		}
 	}
 }

@@ -3,25 +3,37 @@ package cli
 import (
 	"fmt"
 	"io"
+	"math"
+	"strings"
 
 	"github.com/dplp/dplp/accountant"
+	"github.com/dplp/dplp/privunit"
 	"github.com/spf13/cobra"
 )
 
 // accountOptions holds the flag values of the account command.
 type accountOptions struct {
-	k, lists    int
-	epsP, delta float64
-	target      float64
-	asJSON      bool
+	k, lists             int
+	epsP, epsList, delta float64
+	target               float64
+	mechanism, unitName  string
+	asJSON               bool
 
-	hasTarget bool // set by validate: --target-eps was given
+	hasTarget bool          // set by validate: --target-eps was given
+	list      bool          // set by validate: --mechanism dplp-list
+	unit      privunit.Unit // set by validate: --unit
 }
+
+// accountMechanisms are the mechanisms account knows.
+const (
+	accountExponential = "exponential"
+	accountDPLPList    = "dplp-list"
+)
 
 func newAccountCmd() *cobra.Command {
 	o := &accountOptions{}
 	cmd := &cobra.Command{
-		Use:   "account --k K (--eps-p E | --target-eps T) [--lists N] [--delta D] [--json]",
+		Use:   "account --k K (--eps-p E | --target-eps T) [--lists N] [--delta D] [--unit party|pair] [--json]\n  dplp account --mechanism dplp-list (--eps E | --target-eps T) [--lists N] [--delta D] [--unit party|pair] [--json]",
 		Short: "Privacy cost of N lists of K picks: pure, zCDP and (eps, delta) accountings",
 		Long: `Accounts for N released lists of K picks each, every pick eps_p-DP (the
 exponential mechanism; with the exact sampler use its proven eps per pick).
@@ -34,8 +46,24 @@ exponential mechanism; with the exact sampler use its proven eps per pick).
 
 With --target-eps T it prints the largest eps_p per pick for which N lists of K
 picks are (T, delta)-DP (eps_p; never below T/(N*K)), and the three figures at
-that eps_p. --json prints one object with keys pure_eps, zcdp_rho, approx_eps
-(and eps_p with --target-eps). See docs/ACCOUNTING.md.`,
+that eps_p.
+
+--mechanism dplp-list accounts for N lists of the list-level mechanism
+(docs/privacy-model.md §16), each one Laplace release charged --eps E whatever
+K: pure_eps N*E, zcdp_rho N*E^2/2 (a pure eps-DP mechanism is eps^2/2-zCDP),
+approx_eps as above; --target-eps gives the largest eps per list (eps_list).
+
+--unit is the privacy unit of the guarantee: party (the default, Definition 1:
+any subset of one party's protected pairs) or pair (one protected pair). The
+per-pick mechanisms are calibrated to the party unit, so their figures hold for
+a whole party under either unit. A dplp-list list costs eps under the unit it
+was calibrated for; under the pair unit a party with m protected pairs gets at
+most m x pure_eps and m^2 x zcdp_rho (group privacy).
+
+--json prints one object with keys pure_eps, zcdp_rho, approx_eps and unit;
+eps_p with --target-eps; for dplp-list also mechanism and eps_list (the given
+eps per list, or the largest one with --target-eps); under the pair unit
+unit_note (group privacy for dplp-list). See docs/ACCOUNTING.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(cmd); err != nil {
@@ -53,8 +81,11 @@ func (o *accountOptions) register(cmd *cobra.Command) {
 	f.IntVar(&o.k, "k", 30, "picks per list (K)")
 	f.IntVar(&o.lists, "lists", 1, "number of lists released to one user (N)")
 	f.Float64Var(&o.epsP, "eps-p", 0, "eps per pick")
+	f.Float64Var(&o.epsList, "eps", 0, "--mechanism dplp-list: eps per list (whatever K)")
 	f.Float64Var(&o.delta, "delta", 1e-6, "delta of the (eps, delta) guarantee, in (0,1)")
-	f.Float64Var(&o.target, "target-eps", 0, "find the largest eps_p per pick meeting this (eps, --delta) target")
+	f.Float64Var(&o.target, "target-eps", 0, "find the largest eps_p per pick (dplp-list: eps per list) meeting this (eps, --delta) target")
+	f.StringVar(&o.mechanism, "mechanism", accountExponential, "exponential (K picks of eps_p each) or dplp-list (one charge of --eps per list)")
+	f.StringVar(&o.unitName, "unit", "party", "privacy unit: party (Definition 1) or pair (one protected pair)")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
 }
 
@@ -68,10 +99,30 @@ func (o *accountOptions) validate(cmd *cobra.Command) error {
 	if !(o.delta > 0 && o.delta < 1) {
 		return fmt.Errorf("--delta must be in (0,1), got %v", o.delta)
 	}
-	hasEps, hasTarget := cmd.Flags().Changed("eps-p"), cmd.Flags().Changed("target-eps")
+	var err error
+	if o.unit, err = privunit.Parse(o.unitName); err != nil {
+		return fmt.Errorf("--unit: want party or pair, got %q", o.unitName)
+	}
+	switch strings.ToLower(strings.TrimSpace(o.mechanism)) {
+	case accountExponential:
+	case accountDPLPList:
+		o.list = true
+	default:
+		return fmt.Errorf("--mechanism: want exponential or dplp-list, got %q", o.mechanism)
+	}
+	epsFlag, other, otherMech := "eps-p", "eps", accountDPLPList
+	if o.list {
+		epsFlag, other, otherMech = "eps", "eps-p", accountExponential
+	}
+	if cmd.Flags().Changed(other) {
+		return fmt.Errorf("--%s is for --mechanism %s; --mechanism %s takes --%s", other, otherMech, o.mechName(), epsFlag)
+	}
+	hasEps, hasTarget := cmd.Flags().Changed(epsFlag), cmd.Flags().Changed("target-eps")
 	switch {
 	case hasEps && hasTarget:
-		return fmt.Errorf("give either --eps-p or --target-eps, not both")
+		return fmt.Errorf("give either --%s or --target-eps, not both", epsFlag)
+	case !hasEps && !hasTarget && o.list:
+		return fmt.Errorf("give --eps E (cost of a list) or --target-eps T (largest eps per list meeting T)")
 	case !hasEps && !hasTarget:
 		return fmt.Errorf("give --eps-p E (cost of a release) or --target-eps T (largest eps_p meeting T)")
 	}
@@ -79,27 +130,66 @@ func (o *accountOptions) validate(cmd *cobra.Command) error {
 	if hasTarget {
 		return checkPos("target-eps", o.target)
 	}
+	if o.list {
+		return checkEps("eps", o.epsList, o.lists)
+	}
 	return checkEps("eps-p", o.epsP, o.k)
+}
+
+// mechName is the canonical name of the accounted mechanism.
+func (o *accountOptions) mechName() string {
+	if o.list {
+		return accountDPLPList
+	}
+	return accountExponential
+}
+
+// accountJSON is account's JSON object: the three accountings, the unit,
+// and for dplp-list the mechanism and its eps per list; EpsP (per-pick
+// targets) and UnitNote (pair unit) when they apply.
+type accountJSON struct {
+	EpsP *float64 `json:"eps_p,omitempty"`
+	accountant.Summary
+	Unit      string   `json:"unit"`
+	Mechanism string   `json:"mechanism,omitempty"`
+	EpsList   *float64 `json:"eps_list,omitempty"`
+	UnitNote  string   `json:"unit_note,omitempty"`
 }
 
 func (o *accountOptions) run(out io.Writer) error {
 	if o.hasTarget {
 		return o.runTarget(out)
 	}
+	if o.list {
+		s, err := listAccount(o.lists, o.epsList, o.delta)
+		if err != nil {
+			return err
+		}
+		if o.asJSON {
+			return printJSON(out, o.json(s, nil, &o.epsList))
+		}
+		fmt.Fprintf(out, "%d list(s) of dplp-list at eps %g per list (whatever K):\n", o.lists, o.epsList)
+		o.print(out, s)
+		return nil
+	}
 	s, err := accountant.Account(accountant.Release{Lists: o.lists, K: o.k, EpsP: o.epsP}, o.delta)
 	if err != nil {
 		return err
 	}
 	if o.asJSON {
-		return printJSON(out, s)
+		return printJSON(out, o.json(s, nil, nil))
 	}
 	fmt.Fprintf(out, "%d list(s) of %d picks at eps_p %g per pick:\n", o.lists, o.k, o.epsP)
-	printAccount(out, s, o.delta)
+	o.print(out, s)
 	return nil
 }
 
-// runTarget prints the largest eps_p meeting --target-eps and its accounting.
+// runTarget prints the largest eps_p (dplp-list: eps per list) meeting
+// --target-eps and its accounting.
 func (o *accountOptions) runTarget(out io.Writer) error {
+	if o.list {
+		return o.runListTarget(out)
+	}
 	e, err := accountant.MaxEpsPerPick(o.target, o.delta, o.lists, o.k)
 	if err != nil {
 		return err
@@ -112,19 +202,92 @@ func (o *accountOptions) runTarget(out io.Writer) error {
 		return err
 	}
 	if o.asJSON {
-		return printJSON(out, struct {
-			EpsP float64 `json:"eps_p"`
-			accountant.Summary
-		}{e, s})
+		return printJSON(out, o.json(s, &e, nil))
 	}
 	fmt.Fprintf(out, "largest eps_p per pick for %d list(s) of %d picks to be (%g, %g)-DP:\n", o.lists, o.k, o.target, o.delta)
 	fmt.Fprintf(out, "eps_p       %.6g  (pure composition alone allows %.6g)\n", e, o.target/float64(o.lists*o.k))
-	printAccount(out, s, o.delta)
+	o.print(out, s)
 	return nil
 }
 
-func printAccount(out io.Writer, s accountant.Summary, delta float64) {
-	fmt.Fprintf(out, "pure_eps    %.6g  (pure DP, basic composition)\n", s.PureEps)
-	fmt.Fprintf(out, "zcdp_rho    %.6g  (zCDP, each pick eps_p^2/8)\n", s.Rho)
-	fmt.Fprintf(out, "approx_eps  %.6g  ((eps, %g)-DP: better of pure and the tight zCDP conversion)\n", s.ApproxEps, delta)
+// runListTarget prints the largest eps per dplp-list list for which N lists
+// are (T, delta)-DP under approx_eps: approx_eps <= T iff pure_eps = N e <= T
+// or the conversion of N e^2/2 is <= T, i.e. N e^2/2 <= MaxRho(T, delta), so
+// e = max(T/N, sqrt(2 MaxRho(T, delta)/N)).
+func (o *accountOptions) runListTarget(out io.Writer) error {
+	rho, err := accountant.MaxRho(o.target, o.delta)
+	if err != nil {
+		return err
+	}
+	n := float64(o.lists)
+	e := max(o.target/n, math.Sqrt(2*rho/n))
+	if err := accountant.CheckEps(e); err != nil {
+		return fmt.Errorf("--target-eps %g for %d dplp-list list(s) needs eps = %g per list, outside the range every other command accepts: %w", o.target, o.lists, e, err)
+	}
+	s, err := listAccount(o.lists, e, o.delta)
+	if err != nil {
+		return err
+	}
+	if o.asJSON {
+		return printJSON(out, o.json(s, nil, &e))
+	}
+	fmt.Fprintf(out, "largest eps per list for %d list(s) of dplp-list (whatever K) to be (%g, %g)-DP:\n", o.lists, o.target, o.delta)
+	fmt.Fprintf(out, "eps_list    %.6g  (pure composition alone allows %.6g)\n", e, o.target/n)
+	o.print(out, s)
+	return nil
+}
+
+// listAccount is the accounting of n dplp-list lists at eps each: every
+// list is one eps-DP release (accountant.PureList: eps pure, eps^2/2 zCDP),
+// composed over n lists; approx_eps is the better of pure and the tight
+// conversion of the summed rho.
+func listAccount(n int, eps, delta float64) (accountant.Summary, error) {
+	ch := accountant.PureList(eps)
+	s := accountant.Summary{PureEps: float64(n) * ch.Eps, Rho: float64(n) * ch.Rho}
+	z, err := accountant.ZCDPToApprox(s.Rho, delta)
+	if err != nil {
+		return accountant.Summary{}, err
+	}
+	s.ApproxEps = min(s.PureEps, z)
+	return s, nil
+}
+
+// json is the JSON object of summary s (eps_p for per-pick targets,
+// eps_list for dplp-list).
+func (o *accountOptions) json(s accountant.Summary, epsP, epsList *float64) accountJSON {
+	j := accountJSON{EpsP: epsP, Summary: s, Unit: o.unit.String(), UnitNote: o.unitNote(s)}
+	if o.list {
+		j.Mechanism, j.EpsList = accountDPLPList, epsList
+	}
+	return j
+}
+
+// unitNote states what the figures mean for a whole party under the pair
+// unit ("" under the party unit): group privacy for dplp-list (pure eps
+// scales by m, zCDP rho by m^2: Bun and Steinke 2016), the party-unit
+// calibration for the per-pick mechanisms.
+func (o *accountOptions) unitNote(s accountant.Summary) string {
+	switch {
+	case o.unit != privunit.Pair:
+		return ""
+	case o.list:
+		return fmt.Sprintf("a party with m protected pairs gets at most m x %.6g pure eps and m^2 x %.6g zCDP rho", s.PureEps, s.Rho)
+	}
+	return "the per-pick mechanisms are calibrated to the party unit: these figures hold for a whole party, hence for one pair"
+}
+
+func (o *accountOptions) print(out io.Writer, s accountant.Summary) {
+	if o.list {
+		fmt.Fprintf(out, "pure_eps    %.6g  (pure DP, basic composition: eps per list)\n", s.PureEps)
+		fmt.Fprintf(out, "zcdp_rho    %.6g  (zCDP, each list eps^2/2)\n", s.Rho)
+	} else {
+		fmt.Fprintf(out, "pure_eps    %.6g  (pure DP, basic composition)\n", s.PureEps)
+		fmt.Fprintf(out, "zcdp_rho    %.6g  (zCDP, each pick eps_p^2/8)\n", s.Rho)
+	}
+	fmt.Fprintf(out, "approx_eps  %.6g  ((eps, %g)-DP: better of pure and the tight zCDP conversion)\n", s.ApproxEps, o.delta)
+	desc := "Definition 1: any subset of one party's protected pairs"
+	if o.unit == privunit.Pair {
+		desc = "one protected pair; " + o.unitNote(s)
+	}
+	fmt.Fprintf(out, "unit        %s  (%s)\n", o.unit, desc)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/internal/progress"
+	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/research/attack"
 	"github.com/dplp/dplp/score"
@@ -17,25 +18,27 @@ import (
 )
 
 // attackOptions holds the flag values of the attack command and, after
-// validate, the parsed attack, score, method and calibration.
+// validate, the parsed attack, score, method, calibration and unit.
 type attackOptions struct {
-	path, scoreName, methodName, calName, attackName string
-	eps                                              float64
-	k, trials, lists, sybils, calibGames, histLists  int
-	seed                                             uint64
-	onePair, asJSON                                  bool
-	pf                                               protFlags
+	path, scoreName, methodName, calName, attackName, unitName string
+	eps                                                        float64
+	k, trials, lists, sybils, calibGames, histLists            int
+	seed                                                       uint64
+	onePair, asJSON                                            bool
+	pf                                                         protFlags
 
-	at   attack.Kind
-	kind score.Kind
-	m    calib.Method
-	cal  calib.Calibration
+	at       attack.Kind
+	kind     score.Kind
+	m        calib.Method
+	cal      calib.Calibration
+	unit     privunit.Unit
+	dplpList bool // --method dplp-list
 }
 
 func newAttackCmd() *cobra.Command {
 	o := &attackOptions{}
 	cmd := &cobra.Command{
-		Use:   "attack --graph FILE (--protected FILE | --sigma X) --score S --method M --eps E --k K --attack triad|sybil|no-noise --trials N",
+		Use:   "attack --graph FILE (--protected FILE | --sigma X) --score S --method M [--unit party|pair] --eps E --k K --attack triad|sybil|no-noise --trials N",
 		Short: "Measure what an attacker learns: distinguishing games with an empirical eps lower bound",
 		Long: `Plays a distinguishing game N times against the deployed release path (the
 scorer, calibration and sampler that recommend uses). Each trial draws a secret
@@ -54,6 +57,19 @@ Attacks:
             their own lists to learn whether the protected pair {a, c} exists.
   no-noise  triad attack on users with no protected edge of their own, for
             whom the reference calibration releases the exact top-K.
+
+Privacy unit (--unit, docs/privacy-model.md §16): party (the default,
+Definition 1: any subset of one party's protected pairs) or pair (one
+protected pair). The per-pick mechanisms keep their party-unit calibration
+(Delta_s(u) bounds a whole party), which implies the pair-unit guarantee at
+the same cost: their lists and claims are the same under both units.
+--method dplp-list (the Laplace mechanism on the private evidence vector, eps
+per list whatever K; attacked with its default combination, without the
+training check's veto) is calibrated to its evidence bound L1(u) under the
+unit, which is smaller under the pair unit; under the pair unit a secret of m
+pairs is claimed m x eps per list (group privacy: use --one-pair for the
+pair unit's own neighbouring graphs). Results that are not per-pick
+party-unit carry "unit" (and dplp-list results eps_list and evidence_l1).
 
 Output: TPR and FPR with Clopper-Pearson 95% intervals, accuracy, the claimed
 eps of the whole observation (lists x observers x per-list guarantee; none for
@@ -77,9 +93,10 @@ func (o *attackOptions) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&o.path, "graph", "", "edge list file")
 	f.StringVar(&o.scoreName, "score", "aa", "base score: cn, aa, ra, jc or pa")
-	f.StringVar(&o.methodName, "method", "exponential", "release mechanism: exponential, laplace, laplace-peeling, staircase, nonprivate or public-only")
+	f.StringVar(&o.methodName, "method", "exponential", "release mechanism: exponential, laplace, laplace-peeling, staircase, nonprivate, public-only, or dplp-list (list-level: --eps per list)")
 	f.StringVar(&o.calName, "calibration", "rigorous", "rigorous, or reference (the authors' code; does not meet the guarantee)")
-	f.Float64Var(&o.eps, "eps", 0.1, "eps_p per pick (> 0)")
+	f.StringVar(&o.unitName, "unit", "party", "privacy unit: party (Definition 1) or pair (one protected pair; recalibrates dplp-list)")
+	f.Float64Var(&o.eps, "eps", 0.1, "eps_p per pick (> 0); dplp-list: eps per list")
 	f.IntVar(&o.k, "k", 10, "list length K (>= 1)")
 	f.StringVar(&o.attackName, "attack", "triad", "triad, sybil or no-noise")
 	f.IntVar(&o.trials, "trials", 1000, "evaluated trials (games), >= 2")
@@ -101,11 +118,20 @@ func (o *attackOptions) validate() error {
 	if o.kind, err = score.ParseKind(o.scoreName); err != nil {
 		return fmt.Errorf("--score: %w (the attacks support the triad scores)", err)
 	}
-	if o.m, err = calib.ParseMethod(o.methodName); err != nil {
-		return err
+	if o.unit, err = privunit.Parse(o.unitName); err != nil {
+		return fmt.Errorf("--unit: want party or pair, got %q", o.unitName)
+	}
+	o.dplpList = strings.EqualFold(strings.TrimSpace(o.methodName), attack.DPLPList)
+	if !o.dplpList {
+		if o.m, err = calib.ParseMethod(o.methodName); err != nil {
+			return err
+		}
 	}
 	if o.cal, err = calib.ParseCalibration(o.calName); err != nil {
 		return err
+	}
+	if o.dplpList && o.cal != calib.Rigorous {
+		return fmt.Errorf("--calibration %s: dplp-list is calibrated to its evidence bound L1(u) under --unit; it has no reference calibration", o.cal)
 	}
 	if o.m != calib.NonPrivate && o.m != calib.PublicOnly {
 		if err := checkEps("eps", o.eps, 0); err != nil {
@@ -135,8 +161,8 @@ func (o *attackOptions) run(cmd *cobra.Command) error {
 	if o.cal == calib.Reference {
 		fmt.Fprintln(cmd.ErrOrStderr(), calib.Warning)
 	}
-	cfg := attack.Config{Attack: o.at, Method: o.m, Calibration: o.cal, Score: o.kind, Eps: o.eps, K: o.k, Lists: o.lists,
-		Trials: o.trials, Sybils: o.sybils, OnePair: o.onePair, CalibGames: o.calibGames, HistLists: o.histLists, Seed: o.seed}
+	cfg := attack.Config{Attack: o.at, Method: o.m, Calibration: o.cal, Score: o.kind, Eps: o.eps, Unit: o.unit, DPLPList: o.dplpList,
+		K: o.k, Lists: o.lists, Trials: o.trials, Sybils: o.sybils, OnePair: o.onePair, CalibGames: o.calibGames, HistLists: o.histLists, Seed: o.seed}
 	bar := progress.New(int64(o.trials), "attack "+o.at.String())
 	cfg.OnTrial = func() { bar.Add(1) }
 	res, err := attack.Run(g, prot, cfg)
@@ -156,11 +182,18 @@ func (o *attackOptions) run(cmd *cobra.Command) error {
 func (o *attackOptions) print(out io.Writer, res *attack.Result) error {
 	bw := bufio.NewWriter(out)
 	epsDesc := fmt.Sprintf("eps_p %g", o.eps)
-	if o.m == calib.NonPrivate || o.m == calib.PublicOnly {
+	switch {
+	case o.dplpList:
+		epsDesc = fmt.Sprintf("eps %g per list (whatever K)", o.eps)
+	case o.m == calib.NonPrivate || o.m == calib.PublicOnly:
 		epsDesc = "no noise"
 	}
-	fmt.Fprintf(bw, "attack %s on %s: %s, %s, %s, K %d, %d list(s) per observer; %s\n",
-		res.Attack, o.path, res.Release(), res.Score, epsDesc, o.k, o.lists, randx.Source{Seeded: true, Seed: o.seed})
+	unit := ""
+	if res.Unit != "" { // per-pick party-unit results keep their header
+		unit = ", " + res.Unit + " unit"
+	}
+	fmt.Fprintf(bw, "attack %s on %s: %s, %s, %s, K %d, %d list(s) per observer%s; %s\n",
+		res.Attack, o.path, res.Release(), res.Score, epsDesc, o.k, o.lists, unit, randx.Source{Seeded: true, Seed: o.seed})
 	fmt.Fprintf(bw, "target: observers %s; candidate %s; secret pairs", strings.Join(res.Target.Observers, " "), res.Target.Candidate)
 	for _, p := range res.Target.Pairs {
 		fmt.Fprintf(bw, " {%s, %s}", p[0], p[1])
@@ -187,10 +220,12 @@ func newAttackReportCmd() *cobra.Command {
 		Use:   "report RESULTS.jsonl ... [--plot BASE] [--csv FILE]",
 		Short: "Tabulate (markdown) and plot saved attack results",
 		Long: `Reads files of "dplp attack --json" outputs (one object per line), prints a
-markdown table (one row per graph, release and eps_p; per attack
+markdown table (one row per graph, release, unit and eps; per attack
 "accuracy / eps_lb (claim)", * = claim not proven, bold = eps_lb above the
-claim), and optionally writes all results as CSV and a plot of eps_lb against
-the claimed eps (BASE.png and BASE.svg; results without a claim are left out).`,
+claim; a unit column when some result is not under the party unit), and
+optionally writes all results as CSV (with unit and eps_list columns) and a
+plot of eps_lb against the claimed eps (BASE.png and BASE.svg; results without
+a claim are left out).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var results []*attack.Result

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -124,5 +125,99 @@ func TestAttackFlagErrors(t *testing.T) {
 	}
 	if _, _, err := run(t, "attack", "--graph", g); err == nil || !strings.Contains(err.Error(), "protection marks") {
 		t.Errorf("missing marks: %v", err)
+	}
+}
+
+// TestAttackUnit: --unit leaves the per-pick mechanisms' game and
+// calibration unchanged (the output differs only by the unit and the claim's
+// note; party output carries no unit, as before units existed) and
+// recalibrates dplp-list (evidence l1 bound 1 per CN list under the pair
+// unit, the party's pairs under the party unit).
+func TestAttackUnit(t *testing.T) {
+	g := attackGraph(t)
+	common := []string{"attack", "--graph", g, "--sigma", "0.3", "--score", "cn", "--k", "5", "--trials", "60", "--hist-lists", "200", "--json"}
+	decode := func(out string) map[string]any {
+		t.Helper()
+		var m map[string]any
+		if err := json.Unmarshal([]byte(out), &m); err != nil {
+			t.Fatal(err, out)
+		}
+		return m
+	}
+	// Per-pick: the pair-unit run equals the party run but for unit and
+	// claim_note.
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"exponential triad", []string{"--method", "exponential", "--eps", "0.5"}},
+		{"laplace-peeling sybil", []string{"--method", "laplace-peeling", "--eps", "0.2", "--attack", "sybil"}},
+		{"exponential reference no-noise", []string{"--calibration", "reference", "--attack", "no-noise", "--one-pair"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			party, _, err := run(t, append(append([]string{}, common...), tc.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pair, _, err := run(t, append(append(append([]string{}, common...), tc.args...), "--unit", "pair")...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mp, mq := decode(party), decode(pair)
+			if _, ok := mp["unit"]; ok || mq["unit"] != "pair" {
+				t.Errorf("units: party %v, pair %v", mp["unit"], mq["unit"])
+			}
+			if !strings.Contains(mq["claim_note"].(string), "implies the pair-unit guarantee") {
+				t.Errorf("pair note: %v", mq["claim_note"])
+			}
+			delete(mq, "unit")
+			mq["claim_note"] = mp["claim_note"]
+			if !reflect.DeepEqual(mp, mq) {
+				t.Errorf("per-pick results differ between units:\n%s\n%s", party, pair)
+			}
+		})
+	}
+	l1 := map[string]float64{}
+	for _, unit := range []string{"party", "pair"} {
+		for _, onePair := range []bool{false, true} {
+			args := append(append([]string{}, common...), "--method", "dplp-list", "--eps", "1", "--unit", unit)
+			if onePair {
+				args = append(args, "--one-pair")
+			}
+			out, _, err := run(t, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := decode(out)
+			ev := m["evidence_l1"].([]any)
+			pairs := len(m["target"].(map[string]any)["secret_pairs"].([]any))
+			want := 1.0
+			if unit == "pair" {
+				want = float64(pairs) // group privacy for a secret of several pairs
+			}
+			if m["unit"] != unit || m["method"] != "dplp-list" || m["eps_p"].(float64) != 0 || m["eps_list"].(float64) != 1 || len(ev) != 1 ||
+				m["eps_claimed"].(float64) != want || m["claim_proven"] != true {
+				t.Errorf("%s one-pair %v: %s", unit, onePair, out)
+			}
+			l1[unit] = max(l1[unit], ev[0].(float64))
+		}
+	}
+	if l1["pair"] != 1 || !(l1["party"] > 1) {
+		t.Errorf("largest CN evidence L1 party %v, pair %v: want > 1 and 1", l1["party"], l1["pair"])
+	}
+	text, _, err := run(t, "attack", "--graph", g, "--sigma", "0.3", "--score", "cn", "--k", "5", "--trials", "60", "--hist-lists", "200", "--method", "dplp-list", "--eps", "1", "--unit", "pair", "--one-pair")
+	if err != nil || !strings.Contains(text, "dplp-list, CN, eps 1 per list (whatever K), K 5, 1 list(s) per observer, pair unit;") ||
+		!strings.Contains(text, "evidence l1 bound L1(u) under the pair unit: 1") {
+		t.Errorf("text (%v):\n%s", err, text)
+	}
+	for _, args := range [][]string{
+		{"--unit", "edge"},
+		{"--method", "dplp-list", "--calibration", "reference"},
+		{"--method", "dplp-list", "--eps", "0"},
+	} {
+		a := append([]string{"attack", "--graph", g, "--sigma", "0.3", "--trials", "20"}, args...)
+		if _, _, err := run(t, a...); err == nil {
+			t.Errorf("%v: no error", args)
+		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 )
 
 func newExperimentCmd() *cobra.Command {
-	var flags *experiment.Flags
+	var flags *expFlags
 	cmd := &cobra.Command{
 		Use:   "experiment [--preset table1|table1-emb|theory | --config FILE] [grid flags] [--unit party,pair] [--out DIR]",
 		Short: "Run a grid of experiments: datasets x scores x methods x eps (or budgets) x sigma x K x seeds",
@@ -22,7 +22,7 @@ func newExperimentCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE:  func(cmd *cobra.Command, _ []string) error { return runExperiment(cmd, flags) },
 	}
-	flags = experiment.AddFlags(cmd.Flags())
+	flags = addExpFlags(cmd.Flags())
 	return cmd
 }
 
@@ -67,12 +67,12 @@ public-only) / (non-private - public-only), same dataset, score, sigma, K, seed)
 
 // runExperiment runs the grid the flags describe, with a warning for every
 // reproduction mode that carries no guarantee.
-func runExperiment(cmd *cobra.Command, flags *experiment.Flags) error {
-	cfg, err := flags.Config()
+func runExperiment(cmd *cobra.Command, flags *expFlags) error {
+	cfg, err := flags.config()
 	if err != nil {
 		return err
 	}
-	if flags.Out == "" {
+	if flags.out == "" {
 		return fmt.Errorf("--out DIR is required")
 	}
 	for _, c := range cfg.Calibrations {
@@ -92,10 +92,10 @@ func runExperiment(cmd *cobra.Command, flags *experiment.Flags) error {
 	if progress.Enabled() {
 		opts.Progress = func(label string, total int) experiment.Tracker { return progress.New(int64(total), label) }
 	}
-	if err := experiment.RunWith(ctx, cfg, flags.Out, opts); err != nil {
+	if err := experiment.RunWith(ctx, cfg, flags.out, opts); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(cmd.OutOrStdout(), "wrote %s (results.json, results.csv, summary.md, plots/) in %.1f s; randomness: seeded generators (seeds 0..%d), reproducible\n",
-		flags.Out, time.Since(start).Seconds(), max(cfg.Seeds, 1)-1)
+		flags.out, time.Since(start).Seconds(), max(cfg.Seeds, 1)-1)
 	return err
 }

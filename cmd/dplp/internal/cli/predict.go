@@ -3,8 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/dplp/dplp/internal/predflags"
 
+	"github.com/dplp/dplp/cmd/dplp/internal/predflags"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/progress"
 	"github.com/dplp/dplp/linkclf"
@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// predFlags configure the embedding and file predictors (internal/predflags:
+// predFlags configure the embedding and file predictors (cmd/dplp/internal/predflags:
 // the same flags, defaults and help as the experiment configuration).
 type predFlags struct{ v predflags.Values }
 

@@ -1,37 +1,40 @@
-package experiment
+package cli
 
 import (
 	"fmt"
-	"github.com/dplp/dplp/internal/predflags"
 	"strconv"
 	"strings"
 
+	"github.com/dplp/dplp/cmd/dplp/internal/predflags"
+	"github.com/dplp/dplp/research/experiment"
 	"github.com/spf13/pflag"
 )
 
-// Flags are the command-line options of the experiment command. Bind them
-// with AddFlags, then call Config after parsing.
-type Flags struct {
-	Preset     string // --preset
-	ConfigFile string // --config
-	DataDir    string // --data-dir (table1 preset)
-	Out        string // --out
+// expFlags are the command-line options of the experiment command. The
+// research harness takes a plain experiment.Config and never sees a flag
+// (.ci/deps.sh forbids pflag and cobra in research/): bind the flags with
+// addExpFlags, then build the configuration with config after parsing.
+type expFlags struct {
+	preset     string // --preset
+	configFile string // --config
+	dataDir    string // --data-dir (table1 preset)
+	out        string // --out
 
 	fs   *pflag.FlagSet
-	cfg  Config           // flag values
-	pred predflags.Values // predictor flag values
+	cfg  experiment.Config // flag values
+	pred predflags.Values  // predictor flag values
 }
 
-// AddFlags registers the experiment flags on fs (for cobra:
+// addExpFlags registers the experiment flags on fs (for cobra:
 // cmd.Flags()). List flags accept comma-separated values and repeat.
-func AddFlags(fs *pflag.FlagSet) *Flags {
-	f := &Flags{fs: fs}
-	d := DefaultConfig()
+func addExpFlags(fs *pflag.FlagSet) *expFlags {
+	f := &expFlags{fs: fs}
+	d := experiment.DefaultConfig()
 	c := &f.cfg
-	fs.StringVar(&f.Preset, "preset", "", "start from a preset: "+strings.Join(Presets, ", ")+" (table1-emb: the six embeddings; slow, PRUNE takes minutes per fit on facebook)")
-	fs.StringVar(&f.ConfigFile, "config", "", "start from a JSON configuration file (keys as in results.json's configuration: graphs, scores, methods, ...)")
-	fs.StringVar(&f.DataDir, "data-dir", "../shared/datasets", "directory of the five graphs of the table1 preset")
-	fs.StringVar(&f.Out, "out", "experiment-out", "output directory (results.json, results.csv, summary.md, plots/, cache/)")
+	fs.StringVar(&f.preset, "preset", "", "start from a preset: "+strings.Join(experiment.Presets, ", ")+" (table1-emb: the six embeddings; slow, PRUNE takes minutes per fit on facebook)")
+	fs.StringVar(&f.configFile, "config", "", "start from a JSON configuration file (keys as in results.json's configuration: graphs, scores, methods, ...)")
+	fs.StringVar(&f.dataDir, "data-dir", "../shared/datasets", "directory of the five graphs of the table1 preset")
+	fs.StringVar(&f.out, "out", "experiment-out", "output directory (results.json, results.csv, summary.md, plots/, cache/)")
 	fs.StringSliceVar(&c.Graphs, "graph", nil, "edge-list file (repeatable); the dataset name is its base name without extension")
 	fs.StringSliceVar(&c.Scores, "score", d.Scores, "base predictors: cn, aa, ra, jc, pa; embeddings node2vec, deepwalk, line, gcn, prune, struc2vec (fitted per split); file:PATH")
 	fs.StringSliceVar(&c.Methods, "method", d.Methods, "methods: nonprivate, public-only, dplp, dplp-lin (or lin), dplp-umnn (or umnn), dplp-pub, exponential, laplace, laplace-peeling, staircase, power:A; list-level (eps = cost per list): dplp-list, perturb-once")
@@ -47,9 +50,9 @@ func AddFlags(fs *pflag.FlagSet) *Flags {
 	fs.Float64Var(&c.NonEdgeFrac, "protect-nonedges", 0, "also protect this fraction of non-edges (clean and deployment protocols)")
 	fs.IntVar(&c.MaxNegatives, "max-negatives", 0, "cap test and dev negatives per query (0: no cap)")
 	fs.IntVar(&c.Workers, "workers", 0, "cells evaluated at once (each is parallel inside; 0 means 2)")
-	// The predictor flags are the commands' own (internal/predflags), so
-	// their defaults cannot drift; only flags given explicitly override the
-	// configuration (see Config).
+	// The predictor flags are the commands' own (predflags), so their
+	// defaults cannot drift; only flags given explicitly override the
+	// configuration (see config).
 	predflags.Register(fs, &f.pred, false)
 	return f
 }
@@ -99,27 +102,83 @@ func (f *floats) Set(v string) error {
 
 func (f *floats) Type() string { return "floats" }
 
-// Config builds the configuration: the preset or configuration file when
-// given (DefaultConfig otherwise), then every flag set explicitly on the
-// command line on top of it.
-func (f *Flags) Config() (Config, error) {
-	var cfg Config
+// splitBudgets splits a comma-separated --budget value into budgets: a part
+// with a colon starts a budget, a part without one continues the previous
+// (the delta of approx:EPS,DELTA), so "pure:1,approx:3,1e-6" is two budgets.
+func splitBudgets(v string) ([]string, error) {
+	var out []string
+	for _, part := range strings.Split(v, ",") {
+		part = strings.TrimSpace(part)
+		switch {
+		case strings.Contains(part, ":"):
+			out = append(out, part)
+		case len(out) == 0:
+			return nil, fmt.Errorf("budget %q: want pure:EPS or approx:EPS,DELTA", v)
+		default:
+			out[len(out)-1] += "," + part
+		}
+	}
+	return out, nil
+}
+
+// budgetList is the --budget flag: comma-separated and repeatable (the
+// first Set replaces the default, later ones append), each budget checked
+// (experiment.ParseBudget) when set.
+type budgetList struct {
+	p       *[]string
+	changed bool
+}
+
+func (f *budgetList) String() string {
+	if f == nil || f.p == nil {
+		return ""
+	}
+	return strings.Join(*f.p, ",")
+}
+
+func (f *budgetList) Set(v string) error {
+	xs, err := splitBudgets(v)
+	if err != nil {
+		return err
+	}
+	for _, x := range xs {
+		if _, err := experiment.ParseBudget(x); err != nil {
+			return err
+		}
+	}
+	if !f.changed {
+		*f.p = xs
+		f.changed = true
+	} else {
+		*f.p = append(*f.p, xs...)
+	}
+	return nil
+}
+
+func (f *budgetList) Type() string { return "budgets" }
+
+// config builds the configuration: the preset or configuration file when
+// given (experiment.DefaultConfig otherwise), then every flag set
+// explicitly on the command line on top of it, validated.
+func (f *expFlags) config() (experiment.Config, error) {
+	var cfg experiment.Config
 	var err error
 	switch {
-	case f.Preset != "" && f.ConfigFile != "":
-		return Config{}, fmt.Errorf("give either --preset or --config, not both")
-	case f.Preset != "":
-		cfg, err = Preset(f.Preset, f.DataDir)
-	case f.ConfigFile != "":
-		cfg, err = LoadConfig(f.ConfigFile)
+	case f.preset != "" && f.configFile != "":
+		return experiment.Config{}, fmt.Errorf("give either --preset or --config, not both")
+	case f.preset != "":
+		cfg, err = experiment.Preset(f.preset, f.dataDir)
+	case f.configFile != "":
+		cfg, err = experiment.LoadConfig(f.configFile)
 	default:
-		cfg = DefaultConfig()
+		cfg = experiment.DefaultConfig()
 	}
 	if err != nil {
-		return Config{}, err
+		return experiment.Config{}, err
 	}
+	changed := func(name string) bool { fl := f.fs.Lookup(name); return fl != nil && fl.Changed }
 	set := func(name string, apply func()) {
-		if fl := f.fs.Lookup(name); fl != nil && fl.Changed {
+		if changed(name) {
 			apply()
 		}
 	}
@@ -130,7 +189,6 @@ func (f *Flags) Config() (Config, error) {
 	set("protocol", func() { cfg.Protocols = c.Protocols })
 	set("unit", func() { cfg.Units = c.Units })
 	set("calibration", func() { cfg.Calibrations = c.Calibrations })
-	changed := func(name string) bool { fl := f.fs.Lookup(name); return fl != nil && fl.Changed }
 	set("eps", func() {
 		cfg.Eps = c.Eps
 		if !changed("budget") {

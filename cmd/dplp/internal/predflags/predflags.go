@@ -1,6 +1,9 @@
 // Package predflags binds the base-predictor flags once, with one set of
 // names, defaults and help texts, for every command that takes them and for
-// the experiment configuration, so the defaults cannot drift apart.
+// the experiment command's flags (cli/expflags.go), so the defaults cannot
+// drift apart. It belongs to the command line: the research harness takes
+// plain configuration values (experiment.PredictorOptions) and never
+// imports pflag.
 package predflags
 
 import "github.com/spf13/pflag"
