@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/dplp/dplp/ledger"
+	"github.com/dplp/dplp/privunit"
 )
 
 // Charges. The pipeline writes one charge per user with the idempotency key
@@ -69,10 +70,25 @@ func openRead(ctx context.Context, path string) (io.ReadCloser, error) {
 	return rc, nil
 }
 
-// Release converts a charge to the ledger's record.
-func (c *Charge) Release() ledger.Release {
+// Release converts a charge to the ledger's record (with its privacy unit:
+// party unless the charge names one).
+func (c *Charge) Release() (ledger.Release, error) {
+	u, err := privunit.Parse(c.Unit)
+	if err != nil {
+		return ledger.Release{}, fmt.Errorf("user %s: %w", c.User, err)
+	}
 	return ledger.Release{User: c.User, Model: c.Model, K: c.K, EpsP: c.EpsP, List: c.List, Cost: c.Cost, Rho: c.Rho,
-		Seeded: c.Seeded, IdemKey: c.IdemKey, Influencers: c.Influencers}
+		Seeded: c.Seeded, IdemKey: c.IdemKey, Influencers: c.Influencers, Unit: u}, nil
+}
+
+// line renders the charge's output line for list (the stored list) at
+// cost, with provenance seeded: a dplp-list line when the charge has a
+// unit, else a per-pick one.
+func (c *Charge) line(list []string, cost float64, seeded bool) (string, error) {
+	if c.Unit != "" {
+		return RenderListLine(c.User, list, c.K, cost, seeded, c.Unit, c.EpsP)
+	}
+	return RenderLine(c.User, list, c.K, c.EpsP, cost, seeded)
 }
 
 // ApplyCharges charges every record of the charges file into the ledger
@@ -107,7 +123,11 @@ func ApplyCharges(ctx context.Context, dsn, chargesPath string, budget float64, 
 		hi := min(lo+batch, len(cs))
 		rs := make([]ledger.Release, 0, hi-lo)
 		for i := lo; i < hi; i++ {
-			rs = append(rs, cs[i].Release())
+			r, err := cs[i].Release()
+			if err != nil {
+				return res, fmt.Errorf("%s:%d: %w", chargesPath, i+1, err)
+			}
+			rs = append(rs, r)
 		}
 		cr, err := st.ChargeBatch(ctx, rs, cp)
 		if err != nil {
@@ -134,7 +154,7 @@ func ApplyCharges(ctx context.Context, dsn, chargesPath string, budget float64, 
 			} else {
 				res.Again++
 			}
-			line, err := RenderLine(ch.User, c.Release.List, ch.K, ch.EpsP, cost, c.Release.Seeded)
+			line, err := ch.line(c.Release.List, cost, c.Release.Seeded)
 			if err != nil {
 				return res, err
 			}

@@ -27,19 +27,29 @@ func TestRefusals(t *testing.T) {
 	if _, err := Build(s, Config{Graph: gp, Model: mb, K: 2, Seed: seedp(1), Out: filepath.Join(dir, "o")}); err == nil || !strings.Contains(err.Error(), "supports cn, aa, ra and jc") {
 		t.Fatalf("pa model: %v", err)
 	}
-	// A list-level model is refused: the per-user function samples per-pick
-	// mechanisms only.
-	lm, err := model.CompileList("cn", privunit.Pair, model.ListSpec{Eps: 1, Evidence: "cn", Combine: list.Combine{W: 1, Post: true, Rho: 0.1, A: 0.3}, FitK: 30, PubScale: 1, EvScale: 1}, model.Info{Score: "cn"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lp := filepath.Join(dir, "list.json")
-	if err := model.Save(lp, lm); err != nil {
-		t.Fatal(err)
-	}
-	lb, _ := os.ReadFile(lp)
-	if _, err := Build(s, Config{Graph: gp, Model: lb, K: 2, Seed: seedp(1), Out: filepath.Join(dir, "o")}); err == nil || !strings.Contains(err.Error(), "does not release list-level") {
-		t.Fatalf("dplp-list model: %v", err)
+	// dplp-list models are released with evidence cn (any score) or jc
+	// (score jc); other evidence scores are refused at build time.
+	for _, c := range []struct {
+		score, evidence string
+		ok              bool
+	}{
+		{"cn", "cn", true}, {"aa", "cn", true}, {"ra", "cn", true}, {"jc", "cn", true}, {"jc", "jc", true},
+		{"aa", "aa", false}, {"ra", "ra", false}, {"cn", "jc", false}, {"cn", "pa", false},
+	} {
+		lm, err := model.CompileList(c.score, privunit.Pair, model.ListSpec{Eps: 1, Evidence: c.evidence, Combine: list.Combine{W: 1, Post: true, Rho: 0.1, A: 0.3}, FitK: 30, PubScale: 1, EvScale: 1}, model.Info{Score: c.score})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lp := filepath.Join(dir, "list.json")
+		if err := model.Save(lp, lm); err != nil {
+			t.Fatal(err)
+		}
+		lb, _ := os.ReadFile(lp)
+		_, s := beam.NewPipelineWithRoot()
+		_, err = Build(s, Config{Graph: gp, Model: lb, K: 2, Seed: seedp(1), Out: filepath.Join(dir, "o")})
+		if c.ok && err != nil || !c.ok && (err == nil || !strings.Contains(err.Error(), "the Beam pipeline releases evidence cn")) {
+			t.Errorf("dplp-list %s with evidence %s: %v", c.score, c.evidence, err)
+		}
 	}
 	mb, err = os.ReadFile(writeModel(t, dir, "cn", 1))
 	if err != nil {

@@ -36,7 +36,7 @@ func dumpInput(label string, in *release.UserInput) string {
 type dumpFn struct{ Kind int }
 
 func (f *dumpFn) ProcessElement(u int32, nodes func(*Node) bool, cands func(*Cand) bool, sens func(*SensInfo) bool, n int, emit func(Final)) error {
-	nd, in, _, err := assemble(score.Kind(f.Kind), u, nodes, cands, sens, n)
+	nd, in, _, err := assemble(score.Kind(f.Kind), u, nodes, cands, sens, n, nil)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func compareInputs(t *testing.T, gp, mp string, kind score.Kind, chunk int) {
 		scored = WithNeighbourDegrees(s, nodes)
 	}
 	cands := Candidates(s, kind, chunk, scored)
-	sens := Sensitivities(s, chunk, nodes)
+	sens := Sensitivities(s, chunk, false, nodes)
 	j := beam.CoGroupByKey(s, beam.ParDo(s, keyNode, nodes), cands, sens)
 	Write(s, out, "", 1, n, beam.ParDo(s, &dumpFn{Kind: int(kind)}, j, beam.SideInput{Input: n}))
 	if err := ptest.Run(p); err != nil {

@@ -18,7 +18,9 @@ import (
 )
 
 // RecLine is one output line: the recommend command's JSONL line
-// (cmd/dplp/internal/cli recLine), keys in that order.
+// (cmd/dplp/internal/cli recLine), keys in that order. Unit and EpsList
+// are written for dplp-list models only (eps_p is then 0), as recommend
+// writes them: a line without them is a per-pick model's.
 type RecLine struct {
 	User            string   `json:"user"`
 	Recommendations []string `json:"recommendations"`
@@ -26,10 +28,16 @@ type RecLine struct {
 	EpsP            float64  `json:"eps_p"`
 	Cost            float64  `json:"cost"`
 	Seeded          bool     `json:"seeded"`
+	Unit            string   `json:"unit,omitempty"`
+	EpsList         float64  `json:"eps_list,omitempty"`
 }
 
 // Charge is one line of the charges file: a ledger.Release to charge, with
-// a deterministic idempotency key.
+// a deterministic idempotency key. Unit is set for dplp-list charges only
+// (the model's privacy unit, "party" or "pair"; EpsP is then the model's
+// eps per list, as release records it): its presence is what makes
+// ApplyCharges write a dplp-list line. Per-pick charges have none (their
+// unit is party, the ledger's zero value).
 type Charge struct {
 	IdemKey     string   `json:"idem_key"`
 	User        string   `json:"user"`
@@ -41,6 +49,7 @@ type Charge struct {
 	Rho         float64  `json:"rho"`
 	Seeded      bool     `json:"seeded"`
 	Influencers []string `json:"influencers,omitempty"`
+	Unit        string   `json:"unit,omitempty"`
 }
 
 // IdemKey is the idempotency key of a user's charge in run runID.
@@ -64,6 +73,16 @@ func RenderLine(user string, list []string, k int, epsP, cost float64, seeded bo
 		list = []string{}
 	}
 	return marshal(RecLine{User: user, Recommendations: list, K: k, EpsP: epsP, Cost: cost, Seeded: seeded})
+}
+
+// RenderListLine renders one user's line for a dplp-list model (no
+// newline): recommend's line for such models, eps_p 0 and the model's unit
+// and eps per list on every line.
+func RenderListLine(user string, list []string, k int, cost float64, seeded bool, unit string, epsList float64) (string, error) {
+	if list == nil {
+		list = []string{}
+	}
+	return marshal(RecLine{User: user, Recommendations: list, K: k, Cost: cost, Seeded: seeded, Unit: unit, EpsList: epsList})
 }
 
 // writeFn gathers the records of one output shard (a range of users in

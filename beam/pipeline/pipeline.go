@@ -25,6 +25,22 @@
 // release.Sampler. Ids, candidates and sensitivities depend only on the
 // label set and the pairs, never on how the input files were written.
 //
+// dplp-list models (variant "dplp-list", docs/privacy-model.md §16) take
+// the same joins to another per-user step (ReleaseList, list.go): the
+// list.Query release.Recommender builds (public scores, the evidence
+// score's s - s_pub, the zero block, deg(u), and L1(u) =
+// score.Scorer.Evidence(u, unit).L1 from the sensitivity pairs), released by
+// the library's list.Release with the same generator (UserRNG when seeded,
+// candidates in id order; crypto noise otherwise), and charged
+// accountant.PureList(cost) once per list whatever K, recorded with the
+// model's unit; lines carry recommend's "unit" and "eps_list".
+//
+// When the model records the fingerprint of its training data (meta.data)
+// and Config.DataFingerprint is set, the pipeline also writes
+// protect.Fingerprint of its input, for the driver to print recommend's
+// notice when they differ (fingerprint.go: one worker gathers the encoded
+// graph).
+//
 // Stages (each a Beam transform):
 //
 //	ReadPairs(edges), ReadPairs(marks)    sharded line reads with positions
@@ -36,6 +52,8 @@
 //	Candidates                            wedge join keyed by the middle node, hub-salted
 //	Sensitivities                         (u, w) counts through protected pairs -> c(u), b(u)
 //	Release                               per user: release.UserInput -> release.Sampler.Sample (seeded or crypto noise)
+//	ReleaseList (dplp-list models)        per user: list.Query (public scores, evidence, L1(u)) -> list.Release (list.go)
+//	Fingerprint (optional)                protect.Fingerprint of the input, gathered on one worker (fingerprint.go)
 //	Finals                                picked ids -> labels (join), JSONL line + charge
 //	Write                                 one worker per output shard sorts by user label (bytewise: recommend --all's order) and writes both files
 package pipeline
@@ -46,6 +64,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
+	"github.com/dplp/dplp/accountant"
+	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/score"
 )
 
@@ -65,6 +85,13 @@ type Config struct {
 	RunID     string // idempotency keys are run:<RunID>:<user>
 	HubChunk  int    // wedge/sensitivity task block size (0 = DefaultHubChunk)
 	OutShards int    // output files (<= 1: exactly Out and Charges; else ShardName(Out, i, OutShards))
+	// DataFingerprint: write protect.Fingerprint of the input (the node
+	// universe, public graph and marks) to this path, one line, for the
+	// driver to compare with the model's meta.data (ReadFingerprint,
+	// OtherDataNote). "" = not computed; also skipped when the model
+	// records no fingerprint (Info.ModelData ""). Gathers the encoded
+	// graph on one worker (fingerprint.go).
+	DataFingerprint string
 }
 
 // DefaultHubChunk is the default salting block: a middle node of degree d
@@ -74,9 +101,20 @@ const DefaultHubChunk = 2048
 // Info is what Build learned about the model, and the run's provenance.
 type Info struct {
 	Kind    score.Kind
-	EpsP    float64
+	EpsP    float64 // per-pick models' eps_p (0 for dplp-list)
 	ModelID string
 	Seeded  bool // research run (no guarantee); false: private lists
+	// dplp-list models: ListLevel, the privacy unit, the evidence score
+	// and the charge of one list.
+	ListLevel bool
+	Unit      privunit.Unit
+	Evidence  score.Kind
+	EpsList   float64
+	// ModelData is the model's meta.data (protect.Fingerprint of its
+	// training data; "" when it records none); Fingerprinted reports
+	// whether the run writes Config.DataFingerprint.
+	ModelData     string
+	Fingerprinted bool
 }
 
 // Build adds the batch release to s.
@@ -84,11 +122,6 @@ func Build(s beam.Scope, c Config) (Info, error) {
 	m, err := loadModel(c.Model)
 	if err != nil {
 		return Info{}, err
-	}
-	if m.ListLevel() {
-		// The per-user function samples per-pick mechanisms only; a dplp-list
-		// model's table is empty, so it must never reach it.
-		return Info{}, fmt.Errorf("model variant %s: the Beam pipeline does not release list-level (dplp-list) models yet; use dplp recommend --all", m.Variant)
 	}
 	kind, err := score.ParseKind(m.Score)
 	if err != nil {
@@ -119,7 +152,22 @@ func Build(s beam.Scope, c Config) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	info := Info{Kind: kind, EpsP: m.EpsP, ModelID: id, Seeded: c.Seed != nil}
+	info := Info{Kind: kind, EpsP: m.EpsP, ModelID: id, Seeded: c.Seed != nil, ModelData: m.Meta.Data}
+	if m.ListLevel() {
+		// The per-pick function samples per-pick mechanisms only (a
+		// dplp-list model has no table): list models go to ReleaseList.
+		ev, err := score.ParseKind(m.List.Evidence)
+		if err != nil {
+			return Info{}, fmt.Errorf("model evidence score %q: %w", m.List.Evidence, err)
+		}
+		if !listSupported(kind, ev) {
+			return Info{}, fmt.Errorf("dplp-list model with evidence score %s for score %s: the Beam pipeline releases evidence cn (scores cn, aa, ra, jc) and jc (score jc), what dplp train writes; use dplp recommend --all", ev, kind)
+		}
+		if err := accountant.CheckEps(m.List.Eps); err != nil {
+			return Info{}, fmt.Errorf("model eps per list: %w", err)
+		}
+		info.ListLevel, info.Unit, info.Evidence, info.EpsList = true, m.PrivacyUnit(), ev, m.List.Eps
+	}
 	chunk := c.HubChunk
 	if chunk <= 0 {
 		chunk = DefaultHubChunk
@@ -148,10 +196,21 @@ func Build(s beam.Scope, c Config) (Info, error) {
 		scored = WithNeighbourDegrees(s, nodes)
 	}
 	cands := Candidates(s, kind, chunk, scored)
-	sens := Sensitivities(s, chunk, nodes)
-	outs := Release(s, kind, c.K, c.Seed, c.Model, nodes, cands, sens, n)
-	finals := Finals(s, &finalFn{K: c.K, EpsP: m.EpsP, ModelID: id, RunID: c.RunID, Seeded: c.Seed != nil}, outs, idLabels)
+	sens := Sensitivities(s, chunk, info.ListLevel, nodes)
+	ff := &finalFn{K: c.K, EpsP: m.EpsP, ModelID: id, RunID: c.RunID, Seeded: c.Seed != nil}
+	var outs beam.PCollection
+	if info.ListLevel {
+		outs = ReleaseList(s, kind, c.K, c.Seed, c.Model, info.Unit, info.Evidence, nodes, cands, sens, n)
+		ff.Unit, ff.EpsList = info.Unit.String(), info.EpsList
+	} else {
+		outs = Release(s, kind, c.K, c.Seed, c.Model, nodes, cands, sens, n)
+	}
+	finals := Finals(s, ff, outs, idLabels)
 	Write(s, c.Out, c.Charges, c.OutShards, n, finals)
+	if c.DataFingerprint != "" && m.Meta.Data != "" {
+		Fingerprint(s, c.DataFingerprint, nodes, n)
+		info.Fingerprinted = true
+	}
 	return info, nil
 }
 
@@ -168,13 +227,14 @@ func (f *requireEdgesFn) ProcessElement(n int) error {
 
 func init() {
 	for _, t := range []any{Shard{}, Pair{}, Hashed{}, LabelSample{}, sampleFn{}, bucketFn{}, rankInBucketFn{}, Ranked{}, BucketCount{}, globalIDFn{}, shardOfFn{}, Half{}, Node{}, NbrDeg{}, Nb{}, WedgeTask{}, Contrib{}, Count{},
-		Cand{}, SensTask{}, SensInfo{}, UserOut{}, Ref{}, Labeled{}, Final{},
-		planShardsFn{}, readShardFn{}, resolveFn{}, wedgeTasksFn{}, finishCountFn{}, sensTasksFn{}, releaseFn{}, finalFn{}, writeFn{}, requireEdgesFn{}} {
+		Cand{}, SensTask{}, SensInfo{}, UserOut{}, Ref{}, Labeled{}, Final{}, PairCount{}, PartnerCount{}, FPPart{},
+		planShardsFn{}, readShardFn{}, resolveFn{}, wedgeTasksFn{}, finishCountFn{}, sensTasksFn{}, sensInfoFn{}, releaseFn{}, listReleaseFn{}, protCountsFn{},
+		finalFn{}, writeFn{}, requireEdgesFn{}, fingerprintFn{}} {
 		beam.RegisterType(reflect.TypeOf(t))
 	}
 	for _, f := range []any{pairLabels, pairLabelA, finalKey, oneShard, keyFinal, keyByA, bothWays, swapLabel, buildNodeFn,
 		sendDegrees, keyNode, attachDegreesFn, countWedgesFn, sumCounts, sumWedgesFn, finishSumFn, sensPairsFn,
-		sumInt32, pairToUser, sensInfoFn, refsFn, labelRefsFn, keyUserOut} {
+		sumPairCounts, pairToUser, refsFn, labelRefsFn, keyUserOut, protLevel, fpPartFn} {
 		beam.RegisterFunction(f)
 	}
 }

@@ -23,8 +23,12 @@ type UserOut struct {
 	Label       string
 	IDs         []int32
 	Picks       int32
-	Influencers []int32 // ascending; only when Picks > 0 (CN/AA/RA)
-	AllInfl     bool    // every party influences (JC)
+	Influencers []int32 // ascending; only when the list costs something (CN/AA/RA; a dplp-list model's evidence cn)
+	AllInfl     bool    // every party influences (JC; a dplp-list model's evidence jc)
+	// ListLevel: a dplp-list list, charged ListCost (the model's eps per
+	// list, or 0 when it reads no evidence) instead of Picks x eps_p.
+	ListLevel bool
+	ListCost  float64
 }
 
 // loadModel parses a model file's bytes with model.Load (through a
@@ -120,7 +124,7 @@ func (f *releaseFn) rng(label string) *rand.Rand {
 }
 
 func (f *releaseFn) ProcessElement(u int32, nodes func(*Node) bool, cands func(*Cand) bool, sens func(*SensInfo) bool, n int, emit func(UserOut)) error {
-	nd, in, si, err := assemble(score.Kind(f.Kind), u, nodes, cands, sens, n)
+	nd, in, si, err := assemble(score.Kind(f.Kind), u, nodes, cands, sens, n, nil)
 	if err != nil {
 		return err
 	}
@@ -149,8 +153,9 @@ func (f *releaseFn) ProcessElement(u int32, nodes func(*Node) bool, cands func(*
 	return nil
 }
 
-// assemble builds user u's release.UserInput from the joined records.
-func assemble(kind score.Kind, u int32, nodes func(*Node) bool, cands func(*Cand) bool, sens func(*SensInfo) bool, n int) (Node, *release.UserInput, SensInfo, error) {
+// assemble builds user u's release.UserInput from the joined records. When
+// ev is not nil, (*ev)[i] is set to the CN counts {EC, ECP} of in.Cands[i].
+func assemble(kind score.Kind, u int32, nodes func(*Node) bool, cands func(*Cand) bool, sens func(*SensInfo) bool, n int, ev *[][2]int32) (Node, *release.UserInput, SensInfo, error) {
 	var nd Node
 	var si SensInfo
 	if !nodes(&nd) {
@@ -167,6 +172,9 @@ func assemble(kind score.Kind, u int32, nodes func(*Node) bool, cands func(*Cand
 		in.Cands = append(in.Cands, c.V)
 		in.S = append(in.S, c.S)
 		in.Pub = append(in.Pub, c.Pub)
+		if ev != nil {
+			*ev = append(*ev, [2]int32{c.EC, c.ECP})
+		}
 	}
 	in.Zero = n - 1 - len(nbrs) - len(in.Cands)
 	if in.Zero < 0 {
@@ -258,13 +266,19 @@ type Final struct {
 }
 
 // finalFn renders a user's JSONL line (the recommend command's format) and
-// charge record, both marked with the run's provenance (Seeded).
+// charge record, both marked with the run's provenance (Seeded). For a
+// dplp-list model (Unit set) the line is recommend's dplp-list line (eps_p
+// 0, "unit", "eps_list") and the charge is accountant.PureList of the
+// list's cost, recorded with the unit and EpsList as its eps_p, as
+// release.Recommender records it.
 type finalFn struct {
 	K       int
 	EpsP    float64
 	ModelID string
 	RunID   string
 	Seeded  bool
+	Unit    string  // dplp-list models: "party" or "pair"; "" for per-pick models
+	EpsList float64 // dplp-list models: eps per list
 }
 
 func (f *finalFn) ProcessElement(u int32, outs func(*UserOut) bool, labs func(*Labeled) bool, emit func(Final)) error {
@@ -294,13 +308,26 @@ func (f *finalFn) ProcessElement(u int32, outs func(*UserOut) bool, labs func(*L
 		return fmt.Errorf("user %s: %d of %d labels (internal error)", o.Label, got, len(o.IDs))
 	}
 	sort.Slice(infl, func(i, j int) bool { return infl[i].ID < infl[j].ID })
-	charge := accountant.PerPick(f.EpsP, int(o.Picks)) // the privacy map, as release.Recommender charges
-	line, err := RenderLine(o.Label, list, f.K, f.EpsP, charge.Eps, f.Seeded)
+	var ch Charge
+	var line string
+	var err error
+	if o.ListLevel {
+		if f.Unit == "" {
+			return fmt.Errorf("user %s: a list-level outcome in a per-pick run (internal error)", o.Label)
+		}
+		charge := accountant.PureList(o.ListCost) // one charge per list, whatever K
+		line, err = RenderListLine(o.Label, list, f.K, charge.Eps, f.Seeded, f.Unit, f.EpsList)
+		ch = Charge{IdemKey: IdemKey(f.RunID, o.Label), User: o.Label, Model: f.ModelID, K: f.K, EpsP: f.EpsList, List: list,
+			Cost: charge.Eps, Rho: charge.Rho, Seeded: f.Seeded, Unit: f.Unit}
+	} else {
+		charge := accountant.PerPick(f.EpsP, int(o.Picks)) // the privacy map, as release.Recommender charges
+		line, err = RenderLine(o.Label, list, f.K, f.EpsP, charge.Eps, f.Seeded)
+		ch = Charge{IdemKey: IdemKey(f.RunID, o.Label), User: o.Label, Model: f.ModelID, K: f.K, EpsP: f.EpsP, List: list,
+			Cost: charge.Eps, Rho: charge.Rho, Seeded: f.Seeded}
+	}
 	if err != nil {
 		return err
 	}
-	ch := Charge{IdemKey: IdemKey(f.RunID, o.Label), User: o.Label, Model: f.ModelID, K: f.K, EpsP: f.EpsP, List: list,
-		Cost: charge.Eps, Rho: charge.Rho, Seeded: f.Seeded}
 	if o.AllInfl {
 		ch.Influencers = []string{release.Everyone}
 	}

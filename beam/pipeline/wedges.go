@@ -43,10 +43,12 @@ type WedgeTask struct {
 	Us, Vs []Nb
 }
 
-// Contrib is one wedge's AA/RA contribution to s(u,v), s_pub(u,v).
+// Contrib is one wedge's AA/RA contribution to s(u,v), s_pub(u,v). VPub
+// ({z, v} not protected) also gives the pair's CN counts (Cand.EC, ECP).
 type Contrib struct {
 	Z    int32
 	Part int8 // 1: {u, z} protected
+	VPub bool
 	A, B float64
 }
 
@@ -57,10 +59,14 @@ type Count struct {
 }
 
 // Cand is one scored candidate of a user (not yet filtered: neighbours of
-// u are removed at the user).
+// u are removed at the user). EC and ECP are the pair's CN counts (wedges,
+// wedges with {z, v} not protected), whatever the score: the evidence of a
+// dplp-list model with evidence cn is EC - ECP, its public count ECP
+// (score.Worker.At of a CN scorer).
 type Cand struct {
-	V      int32
-	S, Pub float64
+	V       int32
+	S, Pub  float64
+	EC, ECP int32
 }
 
 func pairKey(u, v int32) int64      { return int64(u)<<32 | int64(uint32(v)) }
@@ -147,11 +153,11 @@ type finishCountFn struct{ Kind int }
 func (f *finishCountFn) ProcessElement(k int64, c Count, emit func(int32, Cand)) {
 	u, v := splitKey(k)
 	if score.Kind(f.Kind) == score.CN {
-		emit(u, Cand{V: v, S: float64(c.C), Pub: float64(c.CP)})
+		emit(u, Cand{V: v, S: float64(c.C), Pub: float64(c.CP), EC: c.C, ECP: c.CP})
 		return
 	}
 	// JC: c >= 1, so the union du+deg(v)-c >= deg(v) >= 1.
-	x := Cand{V: v, S: float64(c.C) / float64(c.DegU+c.DegV-c.C)}
+	x := Cand{V: v, S: float64(c.C) / float64(c.DegU+c.DegV-c.C), EC: c.C, ECP: c.CP}
 	if c.CP > 0 {
 		x.Pub = float64(c.CP) / float64(c.DegU+c.PubDegV-c.CP)
 	}
@@ -169,7 +175,7 @@ func sumWedgesFn(t WedgeTask, emit func(int64, Contrib)) {
 			if u.ID == v.ID {
 				continue
 			}
-			c := Contrib{Z: t.Z, Part: part, A: t.A}
+			c := Contrib{Z: t.Z, Part: part, VPub: v.Pub, A: t.A}
 			if v.Pub {
 				c.B = bw
 			}
@@ -192,12 +198,16 @@ func finishSumFn(k int64, it func(*Contrib) bool, emit func(int32, Cand)) {
 		return cmp.Compare(a.Z, b.Z)
 	})
 	var s, p float64
+	var ecp int32
 	for _, c := range cs {
 		s += c.A
 		p += c.B
+		if c.VPub {
+			ecp++
+		}
 	}
 	u, v := splitKey(k)
-	emit(u, Cand{V: v, S: s, Pub: p})
+	emit(u, Cand{V: v, S: s, Pub: p, EC: int32(len(cs)), ECP: ecp})
 }
 
 // Candidates computes (u, candidate) for every pair (u, v) joined by a
@@ -222,6 +232,11 @@ func Candidates(s beam.Scope, kind score.Kind, chunk int, nodes beam.PCollection
 // N(u) that have a partner other than u (emitted with count 0), are u's
 // influencers (release's exposure sets for CN/AA/RA). Tasks are chunked
 // like the wedges: work sum over x of deg(x)·|prot(x)|.
+//
+// For dplp-list models (list.go) the pairs are kept per user (Detail):
+// count(u, w) = |N(u) ∩ prot(w)| and, for w in N(u) with a partner other
+// than u, |prot(w)|: enough for score.Scorer.Evidence's L1(u) of CN and JC
+// under both units.
 
 // SensTask is one (u-chunk, partner-chunk) block of a node x.
 type SensTask struct {
@@ -231,6 +246,7 @@ type SensTask struct {
 	// Single is prot(x)'s only member when |prot(x)| == 1, else -1:
 	// prot(x) \ {u} is non-empty unless u == Single.
 	Single int32
+	ProtN  int32 // |prot(x)|
 }
 
 type sensTasksFn struct{ Chunk int }
@@ -246,56 +262,87 @@ func (f *sensTasksFn) ProcessElement(n Node, emit func(SensTask)) {
 	c := max(f.Chunk, 1)
 	for lo := 0; lo < len(n.Nbrs); lo += c {
 		for lo2 := 0; lo2 < len(n.Prot); lo2 += c {
-			emit(SensTask{X: n.ID, Us: n.Nbrs[lo:min(lo+c, len(n.Nbrs))], Prot: n.Prot[lo2:min(lo2+c, len(n.Prot))], Single: single})
+			emit(SensTask{X: n.ID, Us: n.Nbrs[lo:min(lo+c, len(n.Nbrs))], Prot: n.Prot[lo2:min(lo2+c, len(n.Prot))], Single: single, ProtN: int32(len(n.Prot))})
 		}
 	}
 }
 
-func sensPairsFn(t SensTask, emit func(int64, int32)) {
+// PairCount is the value of a (u, w) sensitivity pair: C = |N(u) ∩
+// prot(w)| (summed), P = |prot(w)| when w is in N(u) with a partner other
+// than u, else 0 (the same on every record of the key: merged by max).
+type PairCount struct {
+	C, P int32
+}
+
+func sensPairsFn(t SensTask, emit func(int64, PairCount)) {
 	for _, u := range t.Us {
 		for _, w := range t.Prot {
 			if w != u {
-				emit(pairKey(u, w), 1)
+				emit(pairKey(u, w), PairCount{C: 1})
 			}
 		}
 		// x itself influences u when prot(x) \ {u} is non-empty (count 0:
 		// no effect on c(u); repeated by every task of x, merged by the sum).
 		if t.Single != u {
-			emit(pairKey(u, t.X), 0)
+			emit(pairKey(u, t.X), PairCount{P: t.ProtN})
 		}
 	}
 }
 
-func sumInt32(a, b int32) int32 { return a + b }
+func sumPairCounts(a, b PairCount) PairCount { return PairCount{C: a.C + b.C, P: max(a.P, b.P)} }
 
-// SensInfo is a user's c(u) and influencer ids (ascending).
+// SensInfo is a user's c(u) and influencer ids (ascending). With detail
+// (dplp-list models), Cnt[i] and ProtN[i] are the PairCount of (u,
+// Infl[i]).
 type SensInfo struct {
-	C    int32
-	Infl []int32
+	C     int32
+	Infl  []int32
+	Cnt   []int32
+	ProtN []int32
 }
 
-func pairToUser(k int64, c int32) (int32, NbrDeg) {
+// PartnerCount is one (u, w) pair at its user.
+type PartnerCount struct {
+	W, C, P int32
+}
+
+func pairToUser(k int64, c PairCount) (int32, PartnerCount) {
 	u, w := splitKey(k)
-	return u, NbrDeg{V: w, Deg: c}
+	return u, PartnerCount{W: w, C: c.C, P: c.P}
 }
 
-func sensInfoFn(u int32, it func(*NbrDeg) bool) (int32, SensInfo) {
+// sensInfoFn gathers a user's pairs (one record per w: the pairs are
+// combined per key before).
+type sensInfoFn struct{ Detail bool }
+
+func (f *sensInfoFn) ProcessElement(u int32, it func(*PartnerCount) bool) (int32, SensInfo) {
 	var si SensInfo
-	var x NbrDeg
+	var ps []PartnerCount
+	var x PartnerCount
 	for it(&x) {
-		si.C = max(si.C, x.Deg)
-		si.Infl = append(si.Infl, x.V)
+		ps = append(ps, x)
 	}
-	slices.Sort(si.Infl)
-	si.Infl = slices.Compact(si.Infl)
+	slices.SortFunc(ps, func(a, b PartnerCount) int { return cmp.Compare(a.W, b.W) })
+	for i, p := range ps {
+		if i > 0 && ps[i-1].W == p.W {
+			continue // cannot happen (combined per key); keep the first
+		}
+		si.C = max(si.C, p.C)
+		si.Infl = append(si.Infl, p.W)
+		if f.Detail {
+			si.Cnt = append(si.Cnt, p.C)
+			si.ProtN = append(si.ProtN, p.P)
+		}
+	}
 	return u, si
 }
 
 // Sensitivities computes (u, SensInfo) for every user with c(u) >= 1 or an
 // influencer; users without an entry have b = c = 0 and no influencers.
-func Sensitivities(s beam.Scope, chunk int, nodes beam.PCollection) beam.PCollection {
+// detail keeps every pair's counts (dplp-list models).
+func Sensitivities(s beam.Scope, chunk int, detail bool, nodes beam.PCollection) beam.PCollection {
 	s = s.Scope("Sensitivity")
 	tasks := beam.Reshuffle(s, beam.ParDo(s, &sensTasksFn{Chunk: chunk}, nodes))
-	pairs := beam.CombinePerKey(s, sumInt32, beam.ParDo(s, sensPairsFn, tasks))
-	return beam.ParDo(s, sensInfoFn, beam.GroupByKey(s, beam.ParDo(s, pairToUser, pairs)))
+	pairs := beam.CombinePerKey(s, sumPairCounts, beam.ParDo(s, sensPairsFn, tasks))
+	return beam.ParDo(s, &sensInfoFn{Detail: detail}, beam.GroupByKey(s, beam.ParDo(s, pairToUser, pairs)))
 }

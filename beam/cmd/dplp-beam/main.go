@@ -14,6 +14,13 @@
 // jsonl`, every line and charge is marked "seeded":true, and the ledger
 // records them as seeded (never served to a private request).
 //
+// Per-pick models (dplp, dplp-pub) and list-level ones (dplp-list: one
+// Laplace release of the private evidence per list, charged the model's
+// eps per list whatever K, in its unit) are both released. When the model
+// records the fingerprint of its training data (meta.data), the pipeline
+// computes the input's (--data-check) and the driver prints recommend's
+// notice when they differ.
+//
 // See docs/BEAM.md.
 package main
 
@@ -24,9 +31,11 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/gcs"
@@ -49,12 +58,13 @@ var (
 	outShards  = flag.Int("out-shards", 1, "write the lists (and charges) as this many files <out>-00000-of-0000N, consecutive ranges of users in label byte order (1: one file, gathered on one worker; seeded runs without --store only)")
 	store      = flag.String("store", "", "apply the charges to this ledger (sqlite:PATH or postgres DSN) after the run; lists are then written to --out only once charged (required without --seed)")
 	budget     = flag.Float64("user-budget", math.Inf(1), "with --store: refuse charges that take a user past this eps")
+	dataCheck  = flag.Bool("data-check", true, "compute the input's data fingerprint (protect.Fingerprint) and note, as dplp recommend does, when the model was trained on other data; gathers the encoded graph (labels, public edges, marks) on one worker: --data-check=false for graphs too large for one worker's memory")
 )
 
 func main() {
 	flag.Parse()
 	beam.Init()
-	if err := run(context.Background()); err != nil {
+	if err := run(context.Background(), os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "dplp-beam:", err)
 		if e, ok := err.(exitErr); ok {
 			os.Exit(e.code)
@@ -70,7 +80,7 @@ type exitErr struct {
 
 func (e exitErr) Error() string { return e.msg }
 
-func run(ctx context.Context) error {
+func run(ctx context.Context, stderr io.Writer) error {
 	if *graphPath == "" || *modelPath == "" || *outPath == "" {
 		return fmt.Errorf("--graph, --model and --out are required")
 	}
@@ -82,7 +92,7 @@ func run(ctx context.Context) error {
 	}
 	// --out (and the files beside it) must be regular files or not exist:
 	// checked before any work, so a bad target leaves no temporary files.
-	for _, p := range []string{*outPath, *outPath + ".uncharged", *outPath + ".charges.jsonl"} {
+	for _, p := range []string{*outPath, *outPath + ".uncharged", *outPath + ".charges.jsonl", *outPath + ".data-fingerprint"} {
 		if st, err := os.Stat(p); err == nil && !st.Mode().IsRegular() {
 			return fmt.Errorf("%s exists and is not a regular file (a directory, device or pipe is never replaced)", p)
 		}
@@ -145,24 +155,53 @@ func run(ctx context.Context) error {
 	case *store != "":
 		lists = *outPath + ".uncharged"
 	}
+	fpPath := ""
+	if *dataCheck {
+		fpPath = *outPath + ".data-fingerprint"
+	}
 	p, s := beam.NewPipelineWithRoot()
 	info, err := pipeline.Build(s, pipeline.Config{Graph: *graphPath, Protected: *protPath, Nodes: *nodesPath, Model: mb, K: *k, Seed: sd,
-		Out: lists, Charges: charges, RunID: rid, HubChunk: *hubChunk, OutShards: *outShards})
+		Out: lists, Charges: charges, RunID: rid, HubChunk: *hubChunk, OutShards: *outShards, DataFingerprint: fpPath})
 	if err != nil {
 		return err
 	}
+	mech := fmt.Sprintf("eps_p %g", info.EpsP)
+	if info.ListLevel {
+		mech = fmt.Sprintf("dplp-list (evidence %s, Laplace mechanism on the private evidence vector): eps %g per fresh list whatever K, %s unit", strings.ToLower(info.Evidence.String()), info.EpsList, info.Unit)
+	}
 	if sd != nil {
-		fmt.Fprintf(os.Stderr, "dplp-beam: %s on %s, K = %d, eps_p %g, seed %d (seeded: NO privacy guarantee, NOT for deployment; lines and charges marked seeded), run id %s\n",
-			info.ModelID, info.Kind, *k, info.EpsP, *sd, rid)
+		fmt.Fprintf(stderr, "dplp-beam: %s on %s, K = %d, %s, seed %d (seeded: NO privacy guarantee, NOT for deployment; lines and charges marked seeded), run id %s\n",
+			info.ModelID, info.Kind, *k, mech, *sd, rid)
 	} else {
-		fmt.Fprintf(os.Stderr, "dplp-beam: %s on %s, K = %d, eps_p %g, private release (crypto noise, exact sampler), run id %s\n",
-			info.ModelID, info.Kind, *k, info.EpsP, rid)
+		noise := "crypto noise, exact sampler"
+		if info.ListLevel {
+			noise = "crypto noise"
+		}
+		fmt.Fprintf(stderr, "dplp-beam: %s on %s, K = %d, %s, private release (%s), run id %s\n",
+			info.ModelID, info.Kind, *k, mech, noise, rid)
 	}
 	if err := beamx.Run(ctx, p); err != nil {
 		return fmt.Errorf("pipeline failed: %w", err)
 	}
+	if info.Fingerprinted {
+		// recommend's notice when the model was trained on other data.
+		fp, err := pipeline.ReadFingerprint(ctx, fpPath)
+		if err != nil {
+			return fmt.Errorf("data fingerprint: %w", err)
+		}
+		if fp != info.ModelData {
+			fmt.Fprintln(stderr, pipeline.OtherDataNote(*modelPath))
+		}
+		if err := pipeline.Remove(ctx, fpPath); err != nil {
+			fmt.Fprintf(stderr, "dplp-beam: warning: could not remove %s: %v\n", fpPath, err)
+		}
+	}
 	if *store == "" {
-		fmt.Fprintf(os.Stderr, "dplp-beam: seeded lists in %s, charges in %s (research output: never serve them)\n", *outPath, charges)
+		where := "charges in " + charges
+		if charges == "" {
+			where = "no charges file"
+		}
+		fmt.Fprintf(stderr, "dplp-beam: seeded lists in %s, %s (research output: never serve them)\n", *outPath, where)
 		return nil
 	}
 	res, err := pipeline.ApplyCharges(ctx, *store, charges, *budget, lists, *outPath)
@@ -176,10 +215,10 @@ func run(ctx context.Context) error {
 		// The ledger now holds every accepted list; the charges file would
 		// only add a copy of the refused users' uncharged lists.
 		if err := pipeline.Remove(ctx, charges); err != nil {
-			fmt.Fprintf(os.Stderr, "dplp-beam: warning: could not remove the charges file %s (it holds uncharged lists of refused users): %v\n", charges, err)
+			fmt.Fprintf(stderr, "dplp-beam: warning: could not remove the charges file %s (it holds uncharged lists of refused users): %v\n", charges, err)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "dplp-beam: %d fresh lists charged (%g eps in all), %d already charged under their key, %d refused by the cap; lists in %s\n",
+	fmt.Fprintf(stderr, "dplp-beam: %d fresh lists charged (%g eps in all), %d already charged under their key, %d refused by the cap; lists in %s\n",
 		res.Fresh, res.Spent, res.Again, len(res.Refused), *outPath)
 	if len(res.Refused) > 0 {
 		return exitErr{3, fmt.Sprintf("%d user(s) refused by the cap (no list written for them): %v", len(res.Refused), res.Refused)}
