@@ -56,14 +56,10 @@ type listRel struct {
 
 // listWorker is one goroutine's buffers for list releases.
 type listWorker struct {
-	ev   *score.Worker // nil when the evidence scorer is the base scorer
-	evr  score.Result
-	q    list.Query
-	scr  list.Scratch
-	idx  []int
-	ord  candOrder // seeded canonical order's radix buffers
-	zero []int32
-	seen map[int32]struct{}
+	ev  *score.Worker // nil when the evidence scorer is the base scorer
+	evr score.Result
+	in  ListInput
+	sm  Sampler
 }
 
 // newListRecommender builds a Recommender for a dplp-list model.
@@ -132,87 +128,81 @@ func (r *Recommender) sampleList(ws *workerState, u int32, k int, stream uint64)
 		lw.ev.Score(u, &lw.evr)
 		evw = lw.ev
 	}
-	// Seeded: canonical (ascending id) order, so the list is a function of
-	// the candidate set.
-	lw.idx = lw.ord.order(res.Cands, r.seed != nil, lw.idx[:0])
-	q := &lw.q
-	q.Pub, q.Evid, q.Count = q.Pub[:0], q.Evid[:0], q.Count[:0]
-	for _, i := range lw.idx {
-		v := res.Cands[i]
-		q.Pub = append(q.Pub, res.Pub[i])
+	in := &lw.in
+	in.UserInput = InputOf(ws.w, res, r.g.N(), r.seed != nil)
+	in.Evid, in.Count = in.Evid[:0], in.Count[:0]
+	for _, v := range res.Cands {
 		s, ps := evw.At(v)
-		q.Evid = append(q.Evid, s-ps)
-		q.Count = append(q.Count, ps)
+		in.Evid = append(in.Evid, s-ps)
+		in.Count = append(in.Count, ps)
 	}
 	if lr.ev == r.sc {
-		q.Count = nil
+		in.Count = nil
 	}
-	q.Zero = res.Zero
-	q.L1 = lr.ev.Evidence(u, lr.unit).L1
-	q.MaxEvid = r.g.Degree(u)
+	in.L1 = lr.ev.Evidence(u, lr.unit).L1
+	in.MaxEvid = r.g.Degree(u)
 	rng := rngFor(r.seed, r.g.Label(u), stream, ws.crypto)
-	lo, err := list.Release(q, lr.spec.Eps, lr.spec.Combine, k, rng, &lw.scr)
+	out, err := lw.sm.SampleList(lr.spec.Eps, lr.spec.Combine, in, k, rng)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("release: user %s: %w", r.g.Label(u), err)
 	}
-	out := Outcome{Exact: !lo.Noisy, Delta: q.L1, Candidates: q.N(), ListEps: lo.Cost}
-	ids, err := r.mapList(lw, ws.w, res, lo.IDs, rng)
-	if err != nil {
-		return Outcome{}, fmt.Errorf("release: user %s: %w", r.g.Label(u), err)
-	}
-	out.IDs = ids
 	return out, nil
 }
 
-// mapList turns list.Release's candidate indexes into node ids: explicit
-// candidates through the (canonical) order, zero-block indexes j into
-// members of the block. The zero block is exchangeable (s = s_pub = 0,
-// evidence 0), so any uniformly random injection of the drawn indexes into
-// its members has the mechanism's distribution: the ascending list when the
-// block is small against the graph, else rejection draws through InZero.
-func (r *Recommender) mapList(lw *listWorker, w *score.Worker, res *score.Result, picks []int, rng *rand.Rand) ([]int32, error) {
-	nc := len(lw.idx)
-	out := make([]int32, 0, len(picks))
-	blockPicks := 0
-	for _, p := range picks {
-		if p >= nc {
-			blockPicks++
+// ListInput is one user's input to a dplp-list release: the base score's
+// UserInput (candidates, public scores Pub, the zero block) plus, aligned
+// with Cands, the evidence score's private evidence Evid = s - s_pub and
+// its public wedge counts Count (nil when the evidence score is the base
+// score: the counts are then Pub), the invariant l1 bound L1 of the
+// evidence vector under the unit (score.Scorer.Evidence) and the evidence
+// cap MaxEvid (deg(u)). S of the UserInput is not read.
+type ListInput struct {
+	UserInput
+	Evid, Count []float64
+	L1          float64
+	MaxEvid     int
+}
+
+// SampleList releases one dplp-list list of length min(k, candidates) for
+// in at eps per list under the combination c: the one implementation the
+// Recommender and the Beam pipeline share. With in.Canonical the
+// candidates are visited in ascending id order (so the list is a function
+// of the candidate set, the generator and the data); list.Release draws
+// the list; its indexes become node ids, zero-block indexes through
+// members of the block: the ascending list when the block is small against
+// the graph (Zero x 8 < N), else uniform rejection draws through InZero
+// from rng, after the release's own draws. The zero block is exchangeable
+// (s = s_pub = 0, evidence 0), so either injection has the mechanism's
+// distribution. The outcome's ListEps is the charge (list.Cost: eps, or 0
+// when the list reads no evidence).
+func (sm *Sampler) SampleList(eps float64, c list.Combine, in *ListInput, k int, rng *rand.Rand) (Outcome, error) {
+	if len(in.Pub) != len(in.Cands) || len(in.Evid) != len(in.Cands) || (in.Count != nil && len(in.Count) != len(in.Cands)) || in.Zero < 0 {
+		return Outcome{}, fmt.Errorf("release: malformed list input (%d candidates, %d public scores, %d evidence values, %d counts, zero block %d)",
+			len(in.Cands), len(in.Pub), len(in.Evid), len(in.Count), in.Zero)
+	}
+	sm.idx = sm.ord.order(in.Cands, in.Canonical, sm.idx[:0])
+	q := &sm.lq
+	q.Pub, q.Evid, q.Count = q.Pub[:0], q.Evid[:0], q.Count[:0]
+	for _, i := range sm.idx {
+		q.Pub = append(q.Pub, in.Pub[i])
+		q.Evid = append(q.Evid, in.Evid[i])
+		if in.Count != nil {
+			q.Count = append(q.Count, in.Count[i])
 		}
 	}
-	n := r.g.N()
-	useList := blockPicks > 0 && int64(res.Zero)*8 < int64(n)
-	if useList {
-		lw.zero = w.ZeroCands(lw.zero[:0])
-		if len(lw.zero) != res.Zero {
-			return nil, fmt.Errorf("zero block lists %d members, want %d", len(lw.zero), res.Zero)
-		}
-	} else if blockPicks > 0 {
-		if lw.seen == nil {
-			lw.seen = map[int32]struct{}{}
-		}
-		clear(lw.seen)
+	if in.Count == nil {
+		q.Count = nil
 	}
-	for _, p := range picks {
-		switch {
-		case p < nc:
-			out = append(out, res.Cands[lw.idx[p]])
-		case useList:
-			out = append(out, lw.zero[p-nc])
-		default:
-			for tries := 0; ; tries++ {
-				v := int32(rng.IntN(n))
-				if _, dup := lw.seen[v]; !dup && w.InZero(v) {
-					lw.seen[v] = struct{}{}
-					out = append(out, v)
-					break
-				}
-				if tries > 1000*n {
-					return nil, fmt.Errorf("could not draw a zero-block member (block of %d in %d nodes)", res.Zero, n)
-				}
-			}
-		}
+	q.Zero, q.L1, q.MaxEvid = in.Zero, in.L1, in.MaxEvid
+	lo, err := list.Release(q, eps, c, k, rng, &sm.lscr)
+	if err != nil {
+		return Outcome{}, err
 	}
-	return out, nil
+	ids, err := sm.mapPicks(&in.UserInput, lo.IDs, rng, nil)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{IDs: ids, Exact: !lo.Noisy, Delta: q.L1, Candidates: q.N(), ListEps: lo.Cost}, nil
 }
 
 // listGuarantee describes a dplp-list list charged cost (eps or 0).

@@ -6,6 +6,7 @@ import (
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/mech"
+	"github.com/dplp/dplp/mech/list"
 )
 
 // UserInput is everything one user's release reads: the scored candidates
@@ -53,7 +54,9 @@ type Sampler struct {
 	picks []int
 	zero  []int32
 	seen  map[int32]struct{}
-	pub   []float64 // s_pub aligned with u.Vals (the lexicographic plan ranks by it)
+	pub   []float64    // s_pub aligned with u.Vals (the lexicographic plan ranks by it)
+	lq    list.Query   // SampleList
+	lscr  list.Scratch // SampleList
 }
 
 // Sample releases the plan's top-k list for one user from in, drawing every
@@ -97,24 +100,39 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 	if out.Picks, err = plan.Picks(&sm.u, sm.pub, kk); err != nil {
 		return out, err
 	}
+	ids, err := sm.mapPicks(in, sm.picks, rng, out.IDs)
+	out.IDs = ids
+	if err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+// mapPicks appends to dst the node ids of picks, indexes into the
+// candidates in the order sm.idx (explicit ones, i < len(in.Cands)) or into
+// the zero block (i >= len(in.Cands)). Zero-block members are exchangeable
+// (equal utility, s = s_pub = 0), so any uniformly random injection of the
+// block picks into the block's members has the mechanism's distribution:
+// the ascending list when the block is small against the graph
+// (Zero x 8 < N) or cannot be tested (InZero nil), else rejection draws
+// through InZero from rng, after the mechanism's own draws. Per-pick and
+// list releases both map their picks here.
+func (sm *Sampler) mapPicks(in *UserInput, picks []int, rng *rand.Rand, dst []int32) ([]int32, error) {
 	nc := len(in.Cands)
 	blockPicks := 0
-	for _, p := range sm.picks {
+	for _, p := range picks {
 		if p >= nc {
 			blockPicks++
 		}
 	}
-	// Zero-block members are exchangeable (equal utility), so any uniformly
-	// random injection of block picks into block members gives the
-	// mechanism's distribution.
 	useList := blockPicks > 0 && (in.InZero == nil || int64(in.Zero)*8 < int64(in.N))
 	if useList {
 		if in.ZeroList == nil {
-			return out, fmt.Errorf("release: zero block without a way to list it")
+			return dst, fmt.Errorf("release: zero block without a way to list it")
 		}
 		sm.zero = in.ZeroList(sm.zero[:0])
 		if len(sm.zero) != in.Zero {
-			return out, fmt.Errorf("release: zero block lists %d members, want %d", len(sm.zero), in.Zero)
+			return dst, fmt.Errorf("release: zero block lists %d members, want %d", len(sm.zero), in.Zero)
 		}
 	} else if blockPicks > 0 {
 		if sm.seen == nil {
@@ -122,25 +140,25 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 		}
 		clear(sm.seen)
 	}
-	for _, p := range sm.picks {
+	for _, p := range picks {
 		switch {
 		case p < nc:
-			out.IDs = append(out.IDs, in.Cands[sm.idx[p]])
+			dst = append(dst, in.Cands[sm.idx[p]])
 		case useList:
-			out.IDs = append(out.IDs, sm.zero[p-nc])
+			dst = append(dst, sm.zero[p-nc])
 		default:
 			for tries := 0; ; tries++ {
 				v := int32(rng.IntN(in.N))
 				if _, dup := sm.seen[v]; !dup && in.InZero(v) {
 					sm.seen[v] = struct{}{}
-					out.IDs = append(out.IDs, v)
+					dst = append(dst, v)
 					break
 				}
 				if tries > 1000*in.N {
-					return out, fmt.Errorf("release: could not draw a zero-block member (block of %d in %d nodes)", in.Zero, in.N)
+					return dst, fmt.Errorf("release: could not draw a zero-block member (block of %d in %d nodes)", in.Zero, in.N)
 				}
 			}
 		}
 	}
-	return out, nil
+	return dst, nil
 }

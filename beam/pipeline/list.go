@@ -8,7 +8,6 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/stats"
-	"github.com/dplp/dplp/mech/list"
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/randx"
@@ -17,10 +16,10 @@ import (
 )
 
 // dplp-list models (docs/privacy-model.md §16.3, release/listrel.go). For
-// each user the release stage builds the list.Query release.Recommender
-// builds (sampleList) and calls the same library function, list.Release,
-// with the user's generator; then it maps the drawn candidate indexes to
-// node ids as release does (mapList). The query:
+// each user the release stage builds the release.ListInput
+// release.Recommender builds (sampleList) and calls the same function,
+// release.Sampler.SampleList (candidate order, list.Release, the mapping
+// of drawn indexes to node ids), with the user's generator. The input:
 //
 //   - Pub: the model score's s_pub of every candidate (the wedge join), in
 //     ascending id order when seeded (release's canonical order), in join
@@ -181,9 +180,8 @@ type listReleaseFn struct {
 	unit   privunit.Unit
 	ev     score.Kind
 	crypto *rand.Rand
-	scr    list.Scratch
-	q      list.Query
-	idx    []int
+	sm     release.Sampler
+	in     release.ListInput
 	evc    [][2]int32
 	levels []level
 	pairs  int64
@@ -263,44 +261,34 @@ func (f *listReleaseFn) ProcessElement(u int32, nodes func(*Node) bool, cands fu
 	if err != nil {
 		return err
 	}
-	// release.sampleList: candidates in id order when seeded.
-	f.idx = f.idx[:0]
-	for i := range in.Cands {
-		f.idx = append(f.idx, i)
-	}
-	if f.Seeded {
-		slices.SortFunc(f.idx, func(a, b int) int { return cmp.Compare(in.Cands[a], in.Cands[b]) })
-	}
-	q := &f.q
-	q.Pub, q.Evid, q.Count = q.Pub[:0], q.Evid[:0], q.Count[:0]
+	// The single machine's release (release.Sampler.SampleList): the same
+	// input, candidate order (ascending ids when seeded), list.Release and
+	// zero-block mapping.
+	li := &f.in
+	li.UserInput = *in
+	li.Canonical = f.Seeded
+	li.Evid, li.Count = li.Evid[:0], li.Count[:0]
 	sameScore := f.ev == kind
-	for _, i := range f.idx {
-		q.Pub = append(q.Pub, in.Pub[i])
+	for i := range in.Cands {
 		if sameScore {
-			q.Evid = append(q.Evid, in.S[i]-in.Pub[i])
+			li.Evid = append(li.Evid, in.S[i]-in.Pub[i])
 			continue
 		}
 		s, ps := float64(f.evc[i][0]), float64(f.evc[i][1])
-		q.Evid = append(q.Evid, s-ps)
-		q.Count = append(q.Count, ps)
+		li.Evid = append(li.Evid, s-ps)
+		li.Count = append(li.Count, ps)
 	}
 	if sameScore {
-		q.Count = nil
+		li.Count = nil
 	}
-	q.Zero = in.Zero
-	q.L1 = l1
-	q.MaxEvid = len(nd.Nbrs)
-	rng := f.rng(nd.Label)
-	lo, err := list.Release(q, f.spec.Eps, f.spec.Combine, f.K, rng, &f.scr)
+	li.L1, li.MaxEvid = l1, len(nd.Nbrs)
+	lo, err := f.sm.SampleList(f.spec.Eps, f.spec.Combine, li, f.K, f.rng(nd.Label))
 	if err != nil {
 		return fmt.Errorf("release: user %s: %w", nd.Label, err)
 	}
-	ids, err := mapListIDs(in, f.idx, lo.IDs, rng)
-	if err != nil {
-		return fmt.Errorf("release: user %s: %w", nd.Label, err)
-	}
-	uo := UserOut{U: u, Label: nd.Label, IDs: ids, ListLevel: true, ListCost: lo.Cost}
-	if lo.Cost > 0 {
+	ids := lo.IDs
+	uo := UserOut{U: u, Label: nd.Label, IDs: ids, ListLevel: true, ListCost: lo.ListEps}
+	if lo.ListEps > 0 {
 		if f.ev == score.JC {
 			uo.AllInfl = true
 		} else {
@@ -309,55 +297,6 @@ func (f *listReleaseFn) ProcessElement(u int32, nodes func(*Node) bool, cands fu
 	}
 	emit(uo)
 	return nil
-}
-
-// mapListIDs turns list.Release's candidate indexes into node ids exactly
-// as release's mapList: explicit candidates through the order idx,
-// zero-block indexes into members of the block, from the ascending list
-// when the block is small against the graph (Zero x 8 < N), else by
-// rejection draws from rng.
-func mapListIDs(in *release.UserInput, idx []int, picks []int, rng *rand.Rand) ([]int32, error) {
-	nc := len(idx)
-	out := make([]int32, 0, len(picks))
-	blockPicks := 0
-	for _, p := range picks {
-		if p >= nc {
-			blockPicks++
-		}
-	}
-	n := in.N
-	useList := blockPicks > 0 && int64(in.Zero)*8 < int64(n)
-	var zero []int32
-	var seen map[int32]struct{}
-	if useList {
-		zero = in.ZeroList(nil)
-		if len(zero) != in.Zero {
-			return nil, fmt.Errorf("zero block lists %d members, want %d", len(zero), in.Zero)
-		}
-	} else if blockPicks > 0 {
-		seen = map[int32]struct{}{}
-	}
-	for _, p := range picks {
-		switch {
-		case p < nc:
-			out = append(out, in.Cands[idx[p]])
-		case useList:
-			out = append(out, zero[p-nc])
-		default:
-			for tries := 0; ; tries++ {
-				v := int32(rng.IntN(n))
-				if _, dup := seen[v]; !dup && in.InZero(v) {
-					seen[v] = struct{}{}
-					out = append(out, v)
-					break
-				}
-				if tries > 1000*n {
-					return nil, fmt.Errorf("could not draw a zero-block member (block of %d in %d nodes)", in.Zero, n)
-				}
-			}
-		}
-	}
-	return out, nil
 }
 
 // ReleaseList joins each node's record with its candidates, its
