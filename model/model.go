@@ -625,3 +625,11 @@ func (m *Model) ID() (string, error) {
 	}
 	return "model:" + sum[:16], nil
 }
+
+// OtherDataNote is the notice every front end gives (dplp recommend and the
+// Beam pipeline on stderr) when the model at path was trained on other data
+// than it is released on: its Meta.Data differs from protect.Fingerprint
+// of the data at hand. Allowed (marks change), but worth knowing.
+func OtherDataNote(path string) string {
+	return fmt.Sprintf("note: %s was trained on other data (its labels, public graph or marks differ from these); its transform still applies, but retrain it when the graph has changed much", path)
+}

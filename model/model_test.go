@@ -406,3 +406,12 @@ func TestOldPublicModelRefused(t *testing.T) {
 		t.Fatalf("old dplp-pub model: error %v, want ErrOldPublic with retraining advice", err)
 	}
 }
+
+// TestOtherDataNote pins the notice's text: recommend and the Beam pipeline
+// print it word for word (their tests check that they print it).
+func TestOtherDataNote(t *testing.T) {
+	want := "note: m.json was trained on other data (its labels, public graph or marks differ from these); its transform still applies, but retrain it when the graph has changed much"
+	if got := OtherDataNote("m.json"); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}

@@ -140,10 +140,3 @@ func ReadFingerprint(ctx context.Context, path string) (string, error) {
 	}
 	return fp, nil
 }
-
-// OtherDataNote is the notice `dplp recommend` prints (on stderr) when the
-// model at modelPath was trained on other data than it is released on:
-// the same text, word for word.
-func OtherDataNote(modelPath string) string {
-	return fmt.Sprintf("note: %s was trained on other data (its labels, public graph or marks differ from these); its transform still applies, but retrain it when the graph has changed much", modelPath)
-}

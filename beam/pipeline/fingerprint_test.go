@@ -89,11 +89,3 @@ func TestDataFingerprint(t *testing.T) {
 		t.Fatalf("model without meta.data: fingerprinted %v, %v", info.Fingerprinted, err)
 	}
 }
-
-func TestOtherDataNote(t *testing.T) {
-	// recommend's notice (cmd/dplp/internal/cli noteOtherData), word for word.
-	want := "note: m.json was trained on other data (its labels, public graph or marks differ from these); its transform still applies, but retrain it when the graph has changed much"
-	if got := OtherDataNote("m.json"); got != want {
-		t.Errorf("got  %s\nwant %s", got, want)
-	}
-}

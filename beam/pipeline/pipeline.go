@@ -88,7 +88,7 @@ type Config struct {
 	// DataFingerprint: write protect.Fingerprint of the input (the node
 	// universe, public graph and marks) to this path, one line, for the
 	// driver to compare with the model's meta.data (ReadFingerprint,
-	// OtherDataNote). "" = not computed; also skipped when the model
+	// model.OtherDataNote). "" = not computed; also skipped when the model
 	// records no fingerprint (Info.ModelData ""). Gathers the encoded
 	// graph on one worker (fingerprint.go).
 	DataFingerprint string

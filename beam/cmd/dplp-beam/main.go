@@ -42,6 +42,7 @@ import (
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/s3"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 	"github.com/dplp/dplp/beam/pipeline"
+	"github.com/dplp/dplp/model"
 )
 
 var (
@@ -190,7 +191,7 @@ func run(ctx context.Context, stderr io.Writer) error {
 			return fmt.Errorf("data fingerprint: %w", err)
 		}
 		if fp != info.ModelData {
-			fmt.Fprintln(stderr, pipeline.OtherDataNote(*modelPath))
+			fmt.Fprintln(stderr, model.OtherDataNote(*modelPath))
 		}
 		if err := pipeline.Remove(ctx, fpPath); err != nil {
 			fmt.Fprintf(stderr, "dplp-beam: warning: could not remove %s: %v\n", fpPath, err)

@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
-	"github.com/dplp/dplp/beam/pipeline"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/mech/list"
 	"github.com/dplp/dplp/model"
@@ -105,7 +104,7 @@ func TestOtherDataNote(t *testing.T) {
 		if err := run(context.Background(), &stderr); err != nil {
 			t.Fatal(err)
 		}
-		note := pipeline.OtherDataNote(c.model)
+		note := model.OtherDataNote(c.model)
 		if got := strings.Contains(stderr.String(), note+"\n"); got != c.note {
 			t.Errorf("%s, --data-check=%s: note printed %v, want %v; stderr:\n%s", c.model, c.check, got, c.note, stderr.String())
 		}

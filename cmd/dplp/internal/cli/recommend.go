@@ -406,6 +406,6 @@ func noteOtherData(cmd *cobra.Command, path string, m *model.Model, g *graph.Gra
 		return
 	}
 	if fp := protect.Fingerprint(g, prot); fp != m.Meta.Data {
-		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s was trained on other data (its labels, public graph or marks differ from these); its transform still applies, but retrain it when the graph has changed much\n", path)
+		fmt.Fprintln(cmd.ErrOrStderr(), model.OtherDataNote(path))
 	}
 }
