@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 mod=github.com/dplp/dplp
 # The library: everything that a deployment links, i.e. the facade and the
 # packages below it.
-lib=(. ./release ./ledger ./serve ./model ./calib ./mech ./mech/exact ./mech/list ./score ./graph ./protect ./transform ./randx ./embed/alias ./accountant ./snapshot ./ranking ./privunit ./train ./train/deploy ./audit ./audit/endtoend ./embed ./predict ./linkclf)
+lib=(. ./release ./ledger ./serve ./model ./calib ./mech ./mech/exact ./mech/list ./mech/topk ./score ./graph ./protect ./transform ./randx ./embed/alias ./accountant ./snapshot ./ranking ./privunit ./train ./train/deploy ./audit ./audit/endtoend ./embed ./predict ./linkclf)
 status=0
 for p in "${lib[@]}"; do
   [ -d "$p" ] || continue

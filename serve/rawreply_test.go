@@ -48,7 +48,7 @@ func TestCannedProblem(t *testing.T) {
 	}
 	for _, in := range []string{
 		"",
-		"HTTP/1.1 200 OK" + cannedSep + "fine",      // not an error status
+		"HTTP/1.1 200 OK" + cannedSep + "fine", // not an error status
 		"HTTP/1.1 400 Bad Request\r\nDate: x\r\n\r\n", // a handler's reply shape
 		"HTTP/1.1 400 Bad Request\r\nContent-Type: application/problem+json\r\nContent-Length: 2\r\n\r\n{}",
 		`{"type":"invalid-request"}`, // a body chunk

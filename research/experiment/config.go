@@ -54,8 +54,10 @@ type Config struct {
 	// (or umnn), dplp-pub,
 	// exponential, laplace, laplace-peeling, staircase, and power:A (the
 	// exponential mechanism on the utility (s/S_max)^A, paper Figure 2);
-	// and the list-level methods of ListMethods (dplp-list, perturb-once),
-	// for which eps is the cost of a whole list (not per pick).
+	// and the list-level methods of ListMethods (dplp-list, perturb-once,
+	// joint-em, oneshot-topk; joint-em:L and oneshot-topk:L weight the free
+	// public score by L >= 1), for which eps is the cost of a whole list
+	// (not per pick).
 	Methods []string `json:"methods"`
 	// Calibrations: rigorous (default) and/or reference (reproduction only;
 	// does not meet the guarantee). Under reference, dplp, dplp-lin and
@@ -69,7 +71,7 @@ type Config struct {
 	Protocols []string `json:"protocols"`
 	// Units are the privacy units (privunit: party, the default and
 	// Definition 1, or pair; docs/privacy-model.md §16). They change the
-	// list-level methods dplp-list and perturb-once (their noise and cost);
+	// list-level methods (ListMethods: their noise and cost);
 	// every other method is calibrated for the party unit, which implies the
 	// pair unit at the same cost, so its cells are shared across units.
 	Units []string `json:"units,omitempty"`
@@ -173,10 +175,12 @@ var AllMethods = []string{"nonprivate", "public-only", "dplp", "dplp-lin", "dplp
 
 // ListMethods are the list-level methods (docs/privacy-model.md §16): one
 // charge eps per list whatever K (dplp-list: Laplace on the private evidence
-// vector, mech/list), or once for every list (perturb-once: randomised
-// response on every protected pair). Triad scores, clean or deployment
-// protocol, rigorous calibration only.
-var ListMethods = []string{"dplp-list", "perturb-once"}
+// vector, mech/list; joint-em: the joint exponential mechanism over
+// length-K sequences, and oneshot-topk: one-shot Gumbel top-K, both on the
+// public score plus the private evidence, mech/topk, §16.8), or once for
+// every list (perturb-once: randomised response on every protected pair).
+// Triad scores, clean or deployment protocol, rigorous calibration only.
+var ListMethods = []string{"dplp-list", "perturb-once", "joint-em", "oneshot-topk"}
 
 // DefaultConfig is one score (AA), all methods, eps_p = 0.1, sigma = 0.3,
 // K = 30, one seed, clean protocol, rigorous calibration, and no graphs.
@@ -286,9 +290,10 @@ func Preset(name, dataDir string) (Config, error) {
 type methodSpec struct {
 	name    string       // canonical name
 	mech    calib.Method // release mechanism (unused by list-level methods)
-	list    string       // "dplp-list" or "perturb-once"; "" for per-pick methods
+	list    string       // a ListMethods name; "" for per-pick methods
 	variant string       // DPLP variant for evaluate.TrainTransform; "" for none
 	power   float64      // > 0 for power:A
+	pubW    float64      // joint-em:L, oneshot-topk:L: the public weight L (0: 1)
 }
 
 // trained reports whether the method needs a trained transform.
@@ -317,6 +322,15 @@ func parseMethod(s string) (methodSpec, error) {
 	if slices.Contains(ListMethods, l) {
 		return methodSpec{name: l, mech: calib.Exponential, list: l}, nil
 	}
+	for _, lm := range []string{"joint-em", "oneshot-topk"} {
+		if a, ok := strings.CutPrefix(l, lm+":"); ok {
+			x, err := strconv.ParseFloat(a, 64)
+			if err != nil || !(x >= 1) || math.IsInf(x, 0) {
+				return methodSpec{}, fmt.Errorf("experiment: method %q: the public weight must be a finite number >= 1", s)
+			}
+			return methodSpec{name: lm + ":" + strconv.FormatFloat(x, 'g', -1, 64), mech: calib.Exponential, list: lm, pubW: x}, nil
+		}
+	}
 	if a, ok := strings.CutPrefix(l, "power:"); ok {
 		x, err := strconv.ParseFloat(a, 64)
 		if err != nil || !(x > 0) || math.IsInf(x, 0) {
@@ -326,7 +340,7 @@ func parseMethod(s string) (methodSpec, error) {
 	}
 	m, err := calib.ParseMethod(l)
 	if err != nil {
-		return methodSpec{}, fmt.Errorf("experiment: unknown method %q (want %s, %s or power:A)", s, strings.Join(AllMethods, ", "), strings.Join(ListMethods, ", "))
+		return methodSpec{}, fmt.Errorf("experiment: unknown method %q (want %s, %s, power:A, joint-em:L or oneshot-topk:L)", s, strings.Join(AllMethods, ", "), strings.Join(ListMethods, ", "))
 	}
 	return methodSpec{name: m.String(), mech: m}, nil
 }

@@ -253,6 +253,8 @@ func (p *plan) key(c cell, graphSHA string) cellKey {
 		k.Unit, k.ListVersion = c.unit.String(), listVersion
 	case "perturb-once":
 		k.Unit, k.ListVersion = c.unit.String(), perturbVersion
+	case "joint-em", "oneshot-topk":
+		k.Unit, k.ListVersion = c.unit.String(), topkVersion
 	}
 	return k
 }

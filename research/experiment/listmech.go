@@ -11,6 +11,7 @@ import (
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/mech/list"
+	"github.com/dplp/dplp/mech/topk"
 	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/ranking"
@@ -20,10 +21,11 @@ import (
 )
 
 // listVersion versions the cells of dplp-list, perturbVersion those of
-// perturb-once (cellKey).
+// perturb-once, topkVersion those of joint-em and oneshot-topk (cellKey).
 const (
-	listVersion    = "list-v7"
+	listVersion    = "list-v8"
 	perturbVersion = "list-v6"
+	topkVersion    = "topk-v1"
 )
 
 // The list-level methods (docs/privacy-model.md §16).
@@ -45,6 +47,18 @@ const (
 // unchanged scorer on the perturbed graph; eps_list is the release's cost
 // (list.PerturbOnceCost: eps per pair, eps x the largest party under the
 // party unit), paid once for every list.
+//
+// joint-em and oneshot-topk (mech/topk, docs/privacy-model.md §16.8): for
+// every evaluation query u, the ranking score c(v) = L s_pub(v) + w e(v) of
+// every candidate (the base score's public part, weighted by L = 1, or by
+// the L of joint-em:L and oneshot-topk:L; the evidence score's private
+// evidence, as dplp-list's; w the base score's mean weight per public
+// wedge, 1 for CN, topk.Scores) is released through the joint
+// exponential mechanism over length-K sequences or one-shot Gumbel top-K,
+// calibrated to the per-coordinate bound w Linf(u) of the evidence under
+// the cell's unit (Evidence(u, unit).Linf; monotone moves under the pair
+// unit, topk.Monotone). Nothing is fitted. A list costs eps (0 when
+// Linf(u) = 0); eps_list is the mean over queries.
 
 // evidenceKind is list.EvidenceKind: the score whose private evidence
 // dplp-list releases for a base score.
@@ -281,6 +295,30 @@ func (r *runner) oneList(ctx context.Context, split *protocol.Split, u *unit, sc
 		comb, rep := fe.c, fe.rep
 		res.Combine, res.ListFit = &comb, &rep
 		res.TrainSeconds = fe.secs
+	case "joint-em", "oneshot-topk":
+		m, err := topk.Parse(c.method.list)
+		if err != nil {
+			return err
+		}
+		sc, err := scorer(c, roleTest)
+		if err != nil {
+			return err
+		}
+		ev := sc
+		if k := evidenceKind(c.pred.spec.Kind); k != c.pred.spec.Kind {
+			e := r.listTests.get(fmt.Sprint(r.splitID(c), "\x00", k))
+			e.once.Do(func() { e.sc, e.err = score.New(split.Test, split.Prot, k) })
+			if e.err != nil {
+				return e.err
+			}
+			ev = e.sc
+		}
+		lr, err := evalTopK(split, sc, ev, c.unit, m, max(1, c.method.pubW), c.eps, c.k, seed)
+		if err != nil {
+			return fmt.Errorf("experiment: %s: %w", r.describe(c), err)
+		}
+		res.TopK, res.Queries, res.ZeroNoise = lr.mean, lr.queries, lr.zero
+		res.ListCost = finitePtr(lr.cost)
 	case "perturb-once":
 		rr := randx.Derive(derivedSeed("perturb-once", r.p.datasets[c.ds], c.prot, c.sigma, c.eps, c.seed))
 		pert, err := list.PerturbOnce(split.Test, split.Prot, c.eps, rr)
@@ -414,6 +452,116 @@ func evalList(s *protocol.Split, sc, ev *score.Scorer, unit privunit.Unit, eps f
 		}
 		perQ[i] = ranking.Evaluate(a.rel, len(s.TestPos[i]), k)
 		costQ[i] = out.Cost
+	})
+	if err == nil {
+		err = firstErr
+	}
+	if err != nil {
+		return listResult{}, err
+	}
+	var res listResult
+	for i := range perQ {
+		res.mean.Add(perQ[i])
+		res.cost += costQ[i]
+		if costQ[i] == 0 {
+			res.zero++
+		}
+	}
+	res.queries = len(s.Queries)
+	if res.queries > 0 {
+		res.mean.Scale(1 / float64(res.queries))
+		res.cost /= float64(res.queries)
+	}
+	return res, nil
+}
+
+// evalTopK releases a joint-em or oneshot-topk list (mechanism m) for
+// every evaluation query of the split: candidates and labels from the
+// split, public scores from sc and private evidence from ev (both on
+// split.Test), c = topk.Scores (the public score weighted by lambda >= 1,
+// the evidence by the base score's mean weight per public wedge when ev is
+// another score), calibrated to
+// w x ev.Evidence(u, unit).Linf; query i's noise comes from
+// randx.Derive(seed, i).
+func evalTopK(s *protocol.Split, sc, ev *score.Scorer, unit privunit.Unit, m topk.Mechanism, lambda, eps float64, k int, seed uint64) (listResult, error) {
+	if sc.Graph() != s.Test || ev.Graph() != s.Test {
+		return listResult{}, errors.New("the scorers must score the split's test graph")
+	}
+	idx := make(map[int32]int, len(s.Queries))
+	for i, q := range s.Queries {
+		idx[q] = i
+	}
+	nw := runtime.GOMAXPROCS(0)
+	evid := make([][]float64, len(s.Queries))
+	var counts [][]float64
+	if ev != sc {
+		counts = make([][]float64, len(s.Queries))
+	}
+	linf := make([]float64, len(s.Queries))
+	cbuf := make([][]int32, nw)
+	if err := ev.EachWorker(s.Queries, func(w int, wk *score.Worker, r *score.Result) {
+		i := idx[r.U]
+		cbuf[w] = s.Candidates(i, cbuf[w])
+		e := make([]float64, len(cbuf[w]))
+		var cn []float64
+		if counts != nil {
+			cn = make([]float64, len(cbuf[w]))
+			counts[i] = cn
+		}
+		for j, v := range cbuf[w] {
+			sv, pv := wk.At(v)
+			e[j] = sv - pv
+			if cn != nil {
+				cn[j] = pv
+			}
+		}
+		evid[i] = e
+		linf[i] = ev.Evidence(r.U, unit).Linf
+	}); err != nil {
+		return listResult{}, err
+	}
+	mono := topk.Monotone(ev.Kind(), unit)
+	type acc struct {
+		cands   []int32
+		pub, c  []float64
+		scratch topk.Scratch
+		rel     []bool
+	}
+	accs := make([]acc, nw)
+	perQ := make([]ranking.TopK, len(s.Queries))
+	costQ := make([]float64, len(s.Queries))
+	var mu sync.Mutex
+	var firstErr error
+	err := sc.EachWorker(s.Queries, func(w int, wk *score.Worker, r *score.Result) {
+		a := &accs[w]
+		i := idx[r.U]
+		a.cands = s.Candidates(i, a.cands)
+		a.pub = a.pub[:0]
+		for _, v := range a.cands {
+			_, pv := wk.At(v)
+			a.pub = append(a.pub, pv)
+		}
+		var cnt []float64
+		if counts != nil {
+			cnt = counts[i]
+		}
+		var wt float64
+		a.c, wt = topk.Scores(a.c, a.pub, evid[i], cnt, lambda)
+		ids, cost, err := topk.Release(m, a.c, wt*linf[i], mono, eps, k, randx.Derive(seed, uint64(i)), &a.scratch)
+		if err != nil {
+			mu.Lock()
+			if firstErr == nil {
+				firstErr = err
+			}
+			mu.Unlock()
+			return
+		}
+		a.rel = a.rel[:0]
+		for _, id := range ids {
+			a.rel = append(a.rel, s.Label(i, a.cands[id]))
+		}
+		perQ[i] = ranking.Evaluate(a.rel, len(s.TestPos[i]), k)
+		costQ[i] = cost
 	})
 	if err == nil {
 		err = firstErr

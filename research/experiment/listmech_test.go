@@ -161,3 +161,67 @@ func TestFillGaps(t *testing.T) {
 		}
 	}
 }
+
+// TestTopKMethodsRun: joint-em and oneshot-topk write rows with unit,
+// eps_list (eps, or 0 for queries whose evidence bound is 0) and
+// gap_recovered under both units and several K; at a very large eps under
+// the pair unit they rank by the non-private score (up to tie-breaking);
+// the validation rules of the list-level methods apply to them.
+func TestTopKMethodsRun(t *testing.T) {
+	dir := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.Graphs = []string{tinyGraph(t, dir, "latent", 250, 4)}
+	cfg.Scores = []string{"cn", "aa"}
+	cfg.Units = []string{"pair", "party"}
+	cfg.Methods = []string{"public-only", "nonprivate", "joint-em", "oneshot-topk"}
+	cfg.Eps = []float64{0.5, 1e5}
+	cfg.K = []int{5, 20}
+	cfg.Sigma = []float64{0.45}
+	out := filepath.Join(dir, "out")
+	if err := Run(context.Background(), cfg, out, nil); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ReadResults(filepath.Join(out, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nonPrivate := map[string]float64{}
+	for _, r := range rows {
+		if r.Method == "nonprivate" {
+			nonPrivate[r.Score+fmtF(float64(r.K))] = r.AUC
+		}
+	}
+	var n int
+	for _, r := range rows {
+		if r.Method != "joint-em" && r.Method != "oneshot-topk" {
+			continue
+		}
+		n++
+		if r.Unit != "pair" && r.Unit != "party" || r.EpsList == nil || *r.EpsList < 0 || *r.EpsList > r.Eps*(1+1e-12) || r.GapRecovered == nil {
+			t.Fatalf("%s row: %+v", r.Method, r)
+		}
+		if *r.EpsList == 0 {
+			t.Errorf("%s: every query charged 0: %+v", r.Method, r)
+		}
+		if r.Eps == 1e5 && r.Unit == "pair" {
+			if np := nonPrivate[r.Score+fmtF(float64(r.K))]; math.Abs(r.AUC-np) > 0.03 {
+				t.Errorf("%s %s K=%d at eps 1e5: AUC@K %.4f, non-private %.4f", r.Method, r.Score, r.K, r.AUC, np)
+			}
+		}
+	}
+	if want := 2 * 2 * 2 * 2 * 2; n != want {
+		t.Fatalf("%d joint-em/oneshot-topk rows, want %d", n, want)
+	}
+	for _, m := range []string{"joint-em", "oneshot-topk"} {
+		c := DefaultConfig()
+		c.Graphs = cfg.Graphs
+		c.Methods = []string{m}
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: %v", m, err)
+		}
+		c.Protocols = []string{"reference"}
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s accepted the reference protocol", m)
+		}
+	}
+}

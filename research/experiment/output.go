@@ -83,7 +83,8 @@ type Result struct {
 	NoiseMultiplier *float64 `json:"noise_multiplier,omitempty"`
 	// ListCost is the mean eps charged per list by a list-level method
 	// (dplp-list: eps, or 0 for a list that does not read the noisy
-	// evidence; perturb-once: the one-time release's cost). Absent for the
+	// evidence; joint-em, oneshot-topk: eps, or 0 when the query's evidence
+	// bound is 0; perturb-once: the one-time release's cost). Absent for the
 	// others.
 	ListCost *float64 `json:"list_cost,omitempty"`
 	// Combine and ListFit are dplp-list's fitted combination and its fit.

@@ -59,7 +59,11 @@ with m pairs gets m x eps under the pair unit. The list-level methods dplp-list
 (the private evidence of every candidate released once with Laplace noise on its
 l1 bound, the list ranked by post-processing; one charge eps per list whatever K)
 and perturb-once (randomised response on every protected pair, then the unchanged
-scorer; eps per pair once, eps x the largest party under the party unit) take
+scorer; eps per pair once, eps x the largest party under the party unit), joint-em
+(the joint exponential mechanism of Gillenwater et al. 2022 over length-K
+sequences) and oneshot-topk (one-shot Gumbel top-K, equal to K peeled exponential
+mechanisms at eps/K), which select the list from the public score plus the private
+evidence calibrated to the evidence's per-candidate bound under the unit, take
 --eps as the cost of a whole list and are calibrated for the unit of their cell;
 every other method keeps its party-unit calibration, valid for both units. Rows
 carry unit, eps_list (mean eps charged per list) and gap_recovered ((AUC@K -
