@@ -27,7 +27,7 @@
 // protected pair from all of u's lists (each list is Cost-DP). A coalition of
 // users learns about a protected party w at most exposure(w), the sum of the
 // costs of all releases whose [Release].Influencers contain w or "*"
-// (privacy-model §6); [Store.Exposure] reports it. Exposure is reported, never
+// (privacy-model §6); [BudgetStore.Exposure] reports it. Exposure is reported, never
 // enforced: refusing a user because of exposure would depend on other users'
 // edges and leak.
 //
@@ -38,19 +38,26 @@
 // privacy model requires. Releases marked Seeded used a seeded noise
 // generator and carry no privacy guarantee at all: they are recorded (and
 // charged) so that every output can say so, and must never be deployed. The
-// ledger keeps them apart ([Provenance]): [Store.Latest], [Store.LatestBatch]
-// and idempotency keys only ever answer a request with a release of the
-// request's own provenance, so a seeded release is never re-served to a
-// crypto-seeded (private) request.
+// ledger keeps them apart ([Provenance]): [BudgetStore.Latest],
+// [BudgetStore.LatestBatch] and idempotency keys only ever answer a request
+// with a release of the request's own provenance, so a seeded release is
+// never re-served to a crypto-seeded (private) request.
 //
 // # Stores
 //
+// A [Store] has three parts, each its own interface: [BudgetStore] (charges,
+// re-served lists, spending and exposure), [TokenStore] (hashes of the
+// service's tokens) and [MarkStore] (users' own protected marks); code that
+// needs one part asks for that part.
+//
 // [Open] takes "sqlite:PATH" (modernc.org/sqlite, pure Go, WAL journal,
 // BEGIN IMMEDIATE write transactions, synchronous=FULL) or a PostgreSQL URL
-// "postgres://..." / "postgresql://..." (pgx; row locks taken in a fixed
-// order, retry on serialization failure and deadlock, synchronous_commit=on
-// for every charge). Both stores share one versioned schema (table
-// schema_migrations); opening a store written by a newer dplp is refused.
+// "postgres://..." / "postgresql://..." (pgx with a pgxpool pool; row locks
+// taken in a fixed order, retry on serialization failure and deadlock,
+// synchronous_commit=on for every charge). Both keep their prepared
+// statements per connection across transactions. Both stores share one
+// versioned schema (table schema_migrations); opening a store written by a
+// newer dplp is refused.
 // [OpenWith] opens an existing ledger only unless [OpenOptions].Create is set
 // (a missing store is an [ErrNoLedger] error and nothing is created), can
 // open read-only (never migrating or writing), announces lock waits

@@ -153,7 +153,7 @@ func parseOld(path string, data []byte) ([]Release, map[string]float64, error) {
 // the same file a no-op: imported counts only the entries newly recorded.
 // An invalid file is an error naming the file and the entry; nothing is
 // recorded then.
-func ImportJSON(ctx context.Context, s Store, path string) (imported int, err error) {
+func ImportJSON(ctx context.Context, s BudgetStore, path string) (imported int, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return 0, fmt.Errorf("ledger: import: %w", err)

@@ -187,9 +187,29 @@ type ChargeResult struct {
 	Err     error
 }
 
-// Store is a durable privacy-budget ledger. All methods are safe for
+// Store is a durable privacy-budget ledger: the budget accounts
+// (BudgetStore), the service's token hashes (TokenStore) and users' own
+// protected marks (MarkStore) of one database. All methods are safe for
 // concurrent use by goroutines, processes and replicas sharing the store.
+// The stores Open and OpenWith return are one type implementing every part
+// (and IdemFinder, UserMarker and UnitSpender); code that needs only one
+// part should ask for that part, so that a decorator or a test double
+// implements only what it is used for.
 type Store interface {
+	BudgetStore
+	TokenStore
+	MarkStore
+
+	// SchemaVersion returns the store's schema version.
+	SchemaVersion(ctx context.Context) (int, error)
+	// Close releases the store's connections.
+	Close() error
+}
+
+// BudgetStore is the accounting part of a Store: it charges releases
+// against per-user caps, re-serves recorded lists and reports spending and
+// exposure. (release.Store, the release path's two calls, is a subset.)
+type BudgetStore interface {
 	// Charge records a fresh release, in ONE transaction:
 	//   - if r.IdemKey != "" and (r.User, r.Provenance(), r.IdemKey) is
 	//     already recorded, it returns the stored release with fresh=false
@@ -234,7 +254,11 @@ type Store interface {
 	// named in some release, plus the "*" row itself, largest Eps first (ties:
 	// larger Rho, then party); the first top entries when top > 0.
 	Exposure(ctx context.Context, top int) ([]Exposure, error)
+}
 
+// TokenStore holds the hashes of users' service tokens (serve's bearer
+// tokens). Tokens are never stored in clear.
+type TokenStore interface {
 	// PutToken stores (replaces) the hash of user's service token. Tokens
 	// are never stored in clear.
 	PutToken(ctx context.Context, user string, hash []byte) error
@@ -242,16 +266,16 @@ type Store interface {
 	TokenHash(ctx context.Context, user string) ([]byte, bool, error)
 	// RevokeToken deletes user's token (no error if there is none).
 	RevokeToken(ctx context.Context, user string) error
+}
+
+// MarkStore holds users' own protected labels (marks), which the service
+// adds to the protected pairs. See also UserMarker and UserMarks.
+type MarkStore interface {
 	// SetMarks replaces user's own protected labels (sorted, deduplicated;
 	// empty deletes them).
 	SetMarks(ctx context.Context, user string, marks []string) error
 	// Marks returns every user's protected labels.
 	Marks(ctx context.Context) (map[string][]string, error)
-
-	// SchemaVersion returns the store's schema version.
-	SchemaVersion(ctx context.Context) (int, error)
-	// Close releases the store's connections.
-	Close() error
 }
 
 // Open opens the store named by dsn, creating it when it does not exist

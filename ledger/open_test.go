@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // A missing ledger is an error without Create, and nothing is created.
@@ -149,19 +149,20 @@ func foreignTables(t *testing.T, fx fixture, dsn string) string {
 }
 
 // rawBackend is a backend on dsn without any of the store's checks.
-func rawBackend(_ context.Context, fx fixture, dsn string) (backend, error) {
+func rawBackend(ctx context.Context, fx fixture, dsn string) (backend, error) {
 	if fx.name == "sqlite" {
 		db, err := sql.Open("sqlite", strings.TrimPrefix(dsn, "sqlite:"))
 		if err != nil {
 			return nil, err
 		}
-		return &sqliteBackend{db: db}, nil
+		return newSQLiteBackend(db, OpenOptions{}), nil
 	}
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return &pgBackend{cfg: cfg, sem: make(chan struct{}, 1)}, nil
+	cfg.MaxConns = 1
+	return newPGBackend(ctx, cfg, OpenOptions{})
 }
 
 // Read-only stores read everything, write nothing, and refuse old schemas.

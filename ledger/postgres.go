@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// pgMaxConns bounds the connections one Store opens to PostgreSQL.
+// pgMaxConns bounds the connections one Store opens to PostgreSQL, unless
+// the store name sets pgxpool's pool_max_conns.
 const pgMaxConns = 8
 
 // migrationLock is the advisory lock key that serialises concurrent
@@ -44,16 +46,19 @@ func OpenPostgres(ctx context.Context, dsn string) (Store, error) {
 }
 
 func openPostgres(ctx context.Context, dsn string, upto int, o OpenOptions) (*sqlStore, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := pgPoolConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: postgres store %s: %w", Redact(dsn), err)
 	}
 	if o.ReadOnly {
 		// Every statement of every connection runs in a read-only
 		// transaction: the server itself refuses writes.
-		cfg.RuntimeParams["default_transaction_read_only"] = "on"
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
-	b := &pgBackend{cfg: cfg, sem: make(chan struct{}, pgMaxConns), readOnly: o.ReadOnly, onWait: o.LockWait, notice: o.LockNotice}
+	b, err := newPGBackend(ctx, cfg, o)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: postgres store %s: %w", Redact(dsn), err)
+	}
 	fail := func(err error) (*sqlStore, error) {
 		b.close()
 		if errors.Is(err, ErrSchemaTooNew) {
@@ -73,66 +78,71 @@ func openPostgres(ctx context.Context, dsn string, upto int, o OpenOptions) (*sq
 	return &sqlStore{b: b, now: time.Now}, nil
 }
 
-// pgBackend is a small connection pool over pgx.Conn (pgxpool would need a
-// module this repository does not carry).
+// pgPoolConfig parses dsn (pgx syntax, plus pgxpool's pool_* parameters)
+// into a pool of at most pgMaxConns connections unless dsn sets
+// pool_max_conns. pgx keeps each connection's prepared statements (its
+// statement cache, 512 per connection by default), so a connection the
+// pool hands out again runs the store's statements without parsing them.
+func pgPoolConfig(dsn string) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = pgMaxConns
+	}
+	return cfg, nil
+}
+
+// pgBackend runs the store's transactions on a pgxpool connection pool.
 type pgBackend struct {
-	cfg    *pgx.ConnConfig
-	sem    chan struct{}
-	mu     sync.Mutex
-	idle   []*pgx.Conn
-	closed bool
+	pool   *pgxpool.Pool
+	closed atomic.Bool
 
 	readOnly bool
 	onWait   func()        // OpenOptions.LockWait
 	notice   time.Duration // OpenOptions.LockNotice
 }
 
+// newPGBackend creates the pool (connecting lazily: the first transaction
+// connects) with o's read-only mode and lock-wait notice.
+func newPGBackend(ctx context.Context, cfg *pgxpool.Config, o OpenOptions) (*pgBackend, error) {
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &pgBackend{pool: pool, readOnly: o.ReadOnly, onWait: o.LockWait, notice: o.LockNotice}, nil
+}
+
 // errLockNotice marks a write attempt stopped by the notice's lock_timeout:
 // the notice has been given and the transaction is retried without it.
 var errLockNotice = errors.New("ledger: lock wait notice")
 
-func (b *pgBackend) acquire(ctx context.Context) (*pgx.Conn, error) {
-	select {
-	case b.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+var errStoreClosed = errors.New("ledger: store is closed")
+
+func (b *pgBackend) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	if b.closed.Load() {
+		return nil, errStoreClosed
 	}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		<-b.sem
-		return nil, errors.New("ledger: store is closed")
+	c, err := b.pool.Acquire(ctx)
+	if err != nil && b.closed.Load() {
+		return nil, errStoreClosed
 	}
-	for len(b.idle) > 0 {
-		c := b.idle[len(b.idle)-1]
-		b.idle = b.idle[:len(b.idle)-1]
-		if !c.IsClosed() {
-			b.mu.Unlock()
-			return c, nil
-		}
-	}
-	b.mu.Unlock()
-	c, err := pgx.ConnectConfig(ctx, b.cfg)
-	if err != nil {
-		<-b.sem
-		return nil, err
-	}
-	return c, nil
+	return c, err
 }
 
-func (b *pgBackend) release(c *pgx.Conn, healthy bool) {
-	b.mu.Lock()
-	if healthy && !b.closed && !c.IsClosed() {
-		b.idle = append(b.idle, c)
-		c = nil
+// release gives c back to the pool, or closes it when it may be unusable
+// (a failed rollback, a read cut off by its context). The pool itself also
+// drops a connection that is closed, busy or still in a transaction.
+func (b *pgBackend) release(c *pgxpool.Conn, healthy bool) {
+	if healthy {
+		c.Release()
+		return
 	}
-	b.mu.Unlock()
-	if c != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c.Close(ctx)
-		cancel()
-	}
-	<-b.sem
+	conn := c.Hijack() // out of the pool, then closed
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	conn.Close(ctx)
+	cancel()
 }
 
 func pgTransient(err error) bool {
@@ -257,17 +267,11 @@ func (b *pgBackend) nextIDs(ctx context.Context, q querier, n int) ([]int64, err
 func (b *pgBackend) foldLock() string { return "SELECT pg_advisory_xact_lock(7302551904)" }
 func (b *pgBackend) name() string     { return "postgres" }
 
+// close closes the pool: it refuses new transactions at once, and waits
+// for the connections in use to be given back before closing them.
 func (b *pgBackend) close() error {
-	b.mu.Lock()
-	b.closed = true
-	idle := b.idle
-	b.idle = nil
-	b.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, c := range idle {
-		c.Close(ctx)
-	}
+	b.closed.Store(true)
+	b.pool.Close()
 	return nil
 }
 

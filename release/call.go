@@ -7,19 +7,20 @@ import (
 )
 
 // Store is what a Recommender asks of a ledger: the two calls of the
-// release path. Every ledger.Store is one; a decorator (a cache, a group
+// release path, a subset of ledger.BudgetStore (so every ledger.Store and
+// every ledger.BudgetStore is one); a decorator (a cache, a group
 // committer, a test double) needs to implement only these two. The
-// contracts are ledger.Store's:
+// contracts are ledger.BudgetStore's:
 //
 //   - LatestBatch returns, for every user that has one, the newest release
 //     of (user, model, k) of provenance prov (the list a sticky request
 //     re-serves at no cost). It must never return a release of another
 //     provenance: the Recommender refuses the whole call if it does.
 //   - ChargeBatch charges releases in one transaction, in order, each as
-//     ledger.Store.Charge would given the ones before it: an idempotency key
-//     already recorded for (user, provenance) returns the stored release
-//     (Fresh false, nothing charged; ledger.ErrIdemConflict for another
-//     model or K), a charge past the cap is refused with a
+//     ledger.BudgetStore.Charge would given the ones before it: an
+//     idempotency key already recorded for (user, provenance) returns the
+//     stored release (Fresh false, nothing charged; ledger.ErrIdemConflict
+//     for another model or K), a charge past the cap is refused with a
 //     *ledger.BudgetError, and the results are returned only once the
 //     transaction is durable. A non-nil error means nothing was recorded.
 type Store interface {
@@ -27,7 +28,7 @@ type Store interface {
 	ChargeBatch(ctx context.Context, rs []ledger.Release, cap ledger.Cap) ([]ledger.ChargeResult, error)
 }
 
-var _ Store = ledger.Store(nil)
+var _ Store = ledger.BudgetStore(nil)
 
 // CallOption is a choice made for one call of Recommend or Stream. Without
 // it a call takes the Recommender's defaults (WithFresh, WithIdempotencyKey;

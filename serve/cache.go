@@ -31,6 +31,13 @@ import (
 // Latest lists are cached per provenance (ledger.Provenance is part of the
 // key), exactly as the store keeps them: a lookup for one provenance is
 // never answered with a release of the other.
+//
+// It decorates two parts of the store: ledger.BudgetStore (Latest,
+// LatestBatch, Charge, ChargeBatch, and Budget through cachedBudget only)
+// and ledger.TokenStore. It embeds the whole ledger.Store because it is the
+// server's store: the uncached calls (Budget, Users, Exposure, the
+// ledger.MarkStore part, SchemaVersion, Close) pass through, and the
+// handlers reach the store beneath it (the timed store) through Store.
 type cacheStore struct {
 	ledger.Store
 	ttl time.Duration

@@ -95,7 +95,9 @@ func (m *metrics) observe(route string, status int, d time.Duration) {
 	m.latency.WithLabelValues(route, st).Observe(d.Seconds())
 }
 
-// timedStore records the latency of every store call.
+// timedStore records the latency of every store call (Exposure and Close
+// pass through untimed). It decorates every part of ledger.Store, so it
+// wraps the whole Store; its methods are grouped by part below.
 type timedStore struct {
 	ledger.Store
 	h *prometheus.HistogramVec
@@ -112,6 +114,8 @@ func newTimedStore(s ledger.Store, h *prometheus.HistogramVec) *timedStore {
 }
 
 func since(o prometheus.Observer, t time.Time) { o.Observe(time.Since(t).Seconds()) }
+
+// ledger.BudgetStore.
 
 func (s *timedStore) Charge(ctx context.Context, r ledger.Release, c ledger.Cap) (ledger.Release, bool, error) {
 	defer since(s.charge, time.Now())
@@ -143,6 +147,8 @@ func (s *timedStore) Users(ctx context.Context) ([]ledger.Spend, error) {
 	return s.Store.Users(ctx)
 }
 
+// ledger.TokenStore.
+
 func (s *timedStore) TokenHash(ctx context.Context, user string) ([]byte, bool, error) {
 	defer since(s.token, time.Now())
 	return s.Store.TokenHash(ctx, user)
@@ -157,6 +163,8 @@ func (s *timedStore) RevokeToken(ctx context.Context, user string) error {
 	defer since(s.revoke, time.Now())
 	return s.Store.RevokeToken(ctx, user)
 }
+
+// ledger.MarkStore (and ledger.UserMarker).
 
 func (s *timedStore) SetMarks(ctx context.Context, user string, marks []string) error {
 	defer since(s.setMarks, time.Now())
@@ -174,6 +182,8 @@ func (s *timedStore) UserMarks(ctx context.Context, user string) ([]string, erro
 	defer since(s.marks, time.Now())
 	return ledger.UserMarks(ctx, s.Store, user)
 }
+
+// ledger.Store itself.
 
 func (s *timedStore) SchemaVersion(ctx context.Context) (int, error) {
 	defer since(s.schema, time.Now())

@@ -48,7 +48,7 @@ type Result struct {
 // Run charges opt.N fresh releases to st (which should be empty: users
 // already charged by this model are re-served, not charged) and times the
 // ChargeBatch calls (building the synthetic releases is not timed).
-func Run(ctx context.Context, st ledger.Store, opt Options) (Result, error) {
+func Run(ctx context.Context, st ledger.BudgetStore, opt Options) (Result, error) {
 	if opt.N < 1 || opt.K < 1 || opt.Batch < 1 || opt.Influencers < 0 {
 		return Result{}, fmt.Errorf("ledgerbench: need N, K, Batch >= 1 and Influencers >= 0, got %d, %d, %d, %d", opt.N, opt.K, opt.Batch, opt.Influencers)
 	}

@@ -1,0 +1,376 @@
+package ledger
+
+// Charging (BudgetStore.Charge and ChargeBatch): one write transaction per
+// call that locks the users' spend rows, looks up idempotency keys, checks the
+// caps and records the accepted releases.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/dplp/dplp/internal/jsonenc"
+	"github.com/dplp/dplp/internal/par"
+	"github.com/dplp/dplp/privunit"
+)
+
+type spendRow struct {
+	spent, rho       float64
+	releases, seeded int64
+	dirty            bool
+}
+
+func (s *sqlStore) Charge(ctx context.Context, r Release, cap Cap) (Release, bool, error) {
+	res, err := s.ChargeBatch(ctx, []Release{r}, cap)
+	if err != nil {
+		return Release{}, false, err
+	}
+	return res[0].Release, res[0].Fresh, res[0].Err
+}
+
+func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]ChargeResult, error) {
+	if err := checkCap(cap); err != nil {
+		return nil, err
+	}
+	now := s.now().UTC()
+	items := make([]Release, len(rs))
+	bad := make([]error, len(rs))
+	enc := make([]encoded, len(rs))
+	// Validate and encode outside the transaction, on all cores: with
+	// exposure tracking a release carries hundreds of influencer labels,
+	// and checking and encoding them one transaction at a time was most of
+	// a large batch's charging time.
+	err := par.Run(ctx, len(rs), par.Options{Chunk: 16, MinPerWorker: 256}, func(int) *[]byte { return new([]byte) }, func(buf *[]byte, i int) error {
+		items[i], bad[i] = normalize(rs[i], now)
+		if bad[i] == nil {
+			enc[i] = encode(&items[i], buf)
+		}
+		return nil
+	})
+	if err != nil { // only a cancelled context stops it
+		return nil, err
+	}
+	users := map[string]bool{}
+	for i := range items {
+		if bad[i] == nil {
+			users[items[i].User] = true
+		}
+	}
+	if len(users) == 0 { // nothing valid to charge: no transaction
+		results := make([]ChargeResult, len(rs))
+		for i := range results {
+			results[i].Err = bad[i]
+		}
+		return results, nil
+	}
+	sorted := make([]string, 0, len(users))
+	for u := range users {
+		sorted = append(sorted, u)
+	}
+	sort.Strings(sorted)
+
+	var results []ChargeResult
+	err = s.b.write(ctx, func(q querier) error {
+		var err error
+		results, err = chargeTx(ctx, s.b, q, items, enc, bad, sorted, cap, s.noUnit) // fn may be retried: start afresh
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// chargeChunk is the number of users (or releases) one multi-row statement
+// covers: well under SQLite's and PostgreSQL's limits on parameters.
+const chargeChunk = 500
+
+// idemRef names a release by its user, provenance and idempotency key: keys
+// are unique per (user, provenance), so a key used by a seeded release and
+// the same key used by a crypto one name two different releases.
+type idemRef struct {
+	user, key string
+	seeded    bool
+}
+
+// chargeTx is ChargeBatch's transaction: lock and read every user's spend
+// row (sorted users, in chunks), look up the idempotency keys (in chunks),
+// charge the items in order, then insert the accepted releases (with IDs
+// reserved by the backend, in multi-row statements) and write the changed
+// spend rows back.
+func chargeTx(ctx context.Context, b backend, q querier, items []Release, enc []encoded, bad []error, users []string, cap Cap, noUnit bool) ([]ChargeResult, error) {
+	results := make([]ChargeResult, len(items))
+	for i := range items {
+		items[i].ID = 0 // a retried transaction starts afresh: no ID is reserved yet
+	}
+	// Lock every user's spend row in one global order (sorted users) so that
+	// concurrent PostgreSQL transactions cannot deadlock. SQLite holds the
+	// database write lock already (BEGIN IMMEDIATE).
+	spends, err := lockSpends(ctx, q, users)
+	if err != nil {
+		return nil, err
+	}
+	known, err := lookupIdem(ctx, q, items, bad, noUnit)
+	if err != nil {
+		return nil, err
+	}
+	var fresh []int            // items accepted here, in order: they get IDs below
+	sameAs := map[int]int{}    // item -> the earlier accepted item with its key
+	batch := map[idemRef]int{} // key -> the accepted item that holds it
+	for i := range items {
+		if bad[i] != nil {
+			results[i].Err = bad[i]
+			continue
+		}
+		r := items[i]
+		ref := idemRef{r.User, r.IdemKey, r.Seeded}
+		if r.IdemKey != "" {
+			old, ok := known[ref]
+			if j, inBatch := batch[ref]; inBatch {
+				old, ok = items[j], true
+				sameAs[i] = j
+			}
+			if ok && old.Seeded != r.Seeded {
+				// Unreachable (keys are looked up within the provenance),
+				// kept as the last line of defence: a stored release is
+				// never the answer to a request of another provenance.
+				delete(sameAs, i)
+				results[i].Err = fmt.Errorf("ledger: %w: user %q key %q: stored release %s is %s, the request is %s",
+					ErrIdemConflict, r.User, r.IdemKey, describeID(old.ID), old.Provenance(), r.Provenance())
+				continue
+			}
+			if ok {
+				if old.Model != r.Model || old.K != r.K {
+					delete(sameAs, i)
+					results[i].Err = fmt.Errorf("ledger: %w: user %q key %q was used for release %s (model %q, k=%d), not model %q, k=%d",
+						ErrIdemConflict, r.User, r.IdemKey, describeID(old.ID), old.Model, old.K, r.Model, r.K)
+				} else {
+					results[i] = ChargeResult{Release: old}
+				}
+				continue
+			}
+		}
+		sp := spends[r.User]
+		if !(sp.spent+r.Cost <= cap.Eps) || !(sp.rho+r.Rho <= cap.Rho) {
+			results[i].Err = &BudgetError{User: r.User, Spent: sp.spent, Cost: r.Cost, Rho: sp.rho, RhoC: r.Rho, Cap: cap}
+			continue
+		}
+		sp.spent += r.Cost
+		sp.rho += r.Rho
+		sp.releases++
+		if r.Seeded {
+			sp.seeded++
+		}
+		sp.dirty = true
+		if r.IdemKey != "" {
+			batch[ref] = i // a later item with the same key gets this release
+		}
+		fresh = append(fresh, i)
+	}
+	ids, err := b.nextIDs(ctx, q, len(fresh))
+	if err != nil {
+		return nil, err
+	}
+	for n, i := range fresh {
+		items[i].ID = ids[n]
+		results[i] = ChargeResult{Release: items[i], Fresh: true}
+	}
+	for i, j := range sameAs {
+		results[i] = ChargeResult{Release: items[j]}
+	}
+	if err := insertReleases(ctx, q, items, enc, fresh, noUnit); err != nil {
+		return nil, err
+	}
+	return results, writeSpends(ctx, q, users, spends)
+}
+
+// describeID names a recorded release, or one accepted earlier in the same
+// batch (whose ID is not assigned yet).
+func describeID(id int64) string {
+	if id == 0 {
+		return "earlier in this batch"
+	}
+	return strconv.FormatInt(id, 10)
+}
+
+// lockSpends creates the spend rows that are missing, locks them all
+// (PostgreSQL: the conflicting upsert takes the row lock) and reads them,
+// one statement per chunk of sorted users.
+func lockSpends(ctx context.Context, q querier, users []string) (map[string]*spendRow, error) {
+	spends := make(map[string]*spendRow, len(users))
+	for lo := 0; lo < len(users); lo += chargeChunk {
+		part := users[lo:min(lo+chargeChunk, len(users))]
+		args := make([]any, len(part))
+		for i, u := range part {
+			args[i] = u
+		}
+		rs, err := q.query(ctx, "INSERT INTO spend (user_id) VALUES (?)"+strings.Repeat(", (?)", len(part)-1)+
+			" ON CONFLICT (user_id) DO UPDATE SET user_id = excluded.user_id RETURNING user_id, spent, rho, releases, seeded", args...)
+		if err != nil {
+			return nil, err
+		}
+		for rs.Next() {
+			var u string
+			sp := &spendRow{}
+			if err := rs.Scan(&u, &sp.spent, &sp.rho, &sp.releases, &sp.seeded); err != nil {
+				rs.Close()
+				return nil, err
+			}
+			spends[u] = sp
+		}
+		err = rs.Err()
+		rs.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, u := range users {
+		if spends[u] == nil {
+			return nil, fmt.Errorf("ledger: spend row of %q was not returned", u)
+		}
+	}
+	return spends, nil
+}
+
+// lookupIdem returns the recorded releases of the valid items' (user,
+// provenance, idempotency key) triples, one query per (key, provenance) and
+// chunk of users. Only releases of the item's own provenance are read.
+func lookupIdem(ctx context.Context, q querier, items []Release, bad []error, noUnit bool) (map[idemRef]Release, error) {
+	type keyProv struct {
+		key    string
+		seeded bool
+	}
+	byKey := map[keyProv][]string{}
+	seen := map[idemRef]bool{}
+	for i, r := range items {
+		ref := idemRef{r.User, r.IdemKey, r.Seeded}
+		if bad[i] != nil || r.IdemKey == "" || seen[ref] {
+			continue
+		}
+		seen[ref] = true
+		kp := keyProv{r.IdemKey, r.Seeded}
+		byKey[kp] = append(byKey[kp], r.User)
+	}
+	known := map[idemRef]Release{}
+	for kp, users := range byKey {
+		seeded, _ := ProvenanceOf(kp.seeded).seededCol()
+		for lo := 0; lo < len(users); lo += chargeChunk {
+			part := users[lo:min(lo+chargeChunk, len(users))]
+			args := make([]any, 0, len(part)+2)
+			args = append(args, kp.key, seeded)
+			for _, u := range part {
+				args = append(args, u)
+			}
+			rs, err := q.query(ctx, "SELECT "+releaseColsFor(noUnit)+" FROM releases WHERE idem_key = ? AND seeded = ? AND user_id IN (?"+strings.Repeat(", ?", len(part)-1)+")", args...)
+			if err != nil {
+				return nil, err
+			}
+			for rs.Next() {
+				rel, err := scanReleaseFor(rs, noUnit)
+				if err != nil {
+					rs.Close()
+					return nil, err
+				}
+				known[idemRef{rel.User, rel.IdemKey, rel.Seeded}] = rel
+			}
+			err = rs.Err()
+			rs.Close()
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	return known, nil
+}
+
+// encoded holds a release's list and influencers as stored: JSON arrays.
+type encoded struct{ list, infl string }
+
+// encode encodes r's list and influencers, using buf as scratch.
+func encode(r *Release, buf *[]byte) encoded {
+	var e encoded
+	*buf = jsonenc.AppendStrings((*buf)[:0], r.List)
+	e.list = string(*buf)
+	*buf = jsonenc.AppendStrings((*buf)[:0], r.Influencers)
+	e.infl = string(*buf)
+	return e
+}
+
+// insertReleases records items[fresh[0]], items[fresh[1]], ... (their IDs
+// already set, enc their encoded columns) in multi-row statements: one
+// statement per release cost as much as the row itself.
+func insertReleases(ctx context.Context, q querier, items []Release, enc []encoded, fresh []int, noUnit bool) error {
+	cols, n := "id, user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded, unit", 14
+	if noUnit {
+		// A store before the unit column (tests at older schemas) takes
+		// party-unit releases only.
+		for _, i := range fresh {
+			if items[i].Unit != privunit.Party {
+				return fmt.Errorf("ledger: %w: a %v-unit release in a store at a schema before version %d", ErrInvalid, items[i].Unit, unitSchema)
+			}
+		}
+		cols, n = strings.TrimSuffix(cols, ", unit"), 13
+	}
+	return execRows(ctx, q, len(fresh), n, "INSERT INTO releases ("+cols+") VALUES ", "",
+		func(j int, args []any) []any {
+			i := fresh[j]
+			r := &items[i]
+			var idem any
+			if r.IdemKey != "" {
+				idem = r.IdemKey
+			}
+			seeded := 0
+			if r.Seeded {
+				seeded = 1
+			}
+			// A release with influencers waits (folded = 0) to be added to
+			// the exposure table by foldExposure; recording it here is what
+			// makes its exposure durable.
+			folded := 1
+			if len(r.Influencers) > 0 {
+				folded = 0
+			}
+			args = append(args, r.ID, r.User, r.Model, r.K, enc[i].list, r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), enc[i].infl, folded)
+			if !noUnit {
+				args = append(args, r.Unit.String())
+			}
+			return args
+		})
+}
+
+// writeSpends writes the changed spend rows back, one statement per chunk.
+func writeSpends(ctx context.Context, q querier, users []string, spends map[string]*spendRow) error {
+	var dirty []string
+	for _, u := range users {
+		if spends[u].dirty {
+			dirty = append(dirty, u)
+		}
+	}
+	return execRows(ctx, q, len(dirty), 5, "INSERT INTO spend (user_id, spent, rho, releases, seeded) VALUES ",
+		" ON CONFLICT (user_id) DO UPDATE SET spent = excluded.spent, rho = excluded.rho, releases = excluded.releases, seeded = excluded.seeded",
+		func(i int, args []any) []any {
+			sp := spends[dirty[i]]
+			return append(args, dirty[i], sp.spent, sp.rho, sp.releases, sp.seeded)
+		})
+}
+
+// execRows runs head + "(?, ...), (?, ...)" + tail for rows [0, n), width
+// parameters per row, in chunks of at most chargeChunk parameters; row
+// appends row i's parameters to args.
+func execRows(ctx context.Context, q querier, n, width int, head, tail string, row func(i int, args []any) []any) error {
+	tuple := "(?" + strings.Repeat(", ?", width-1) + ")"
+	per := max(1, chargeChunk/width)
+	for lo := 0; lo < n; lo += per {
+		hi := min(lo+per, n)
+		args := make([]any, 0, width*(hi-lo))
+		for i := lo; i < hi; i++ {
+			args = row(i, args)
+		}
+		if err := q.exec(ctx, head+tuple+strings.Repeat(", "+tuple, hi-lo-1)+tail, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}

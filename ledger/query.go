@@ -1,0 +1,118 @@
+package ledger
+
+// The reads of the budget part (BudgetStore): the latest releases to
+// re-serve and the users' spending totals.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+func (s *sqlStore) Latest(ctx context.Context, user, model string, k int, prov Provenance) (Release, bool, error) {
+	seeded, err := prov.seededCol()
+	if err != nil {
+		return Release{}, false, err
+	}
+	var rel Release
+	found := false
+	err = s.b.read(ctx, func(q querier) error {
+		var err error
+		rel, err = scanReleaseFor(q.queryRow(ctx, "SELECT "+releaseColsFor(s.noUnit)+" FROM releases WHERE user_id = ? AND model = ? AND k = ? AND seeded = ? ORDER BY id DESC LIMIT 1", user, model, k, seeded), s.noUnit)
+		if errors.Is(err, errNoRows) {
+			return nil
+		}
+		found = err == nil
+		return err
+	})
+	if err != nil || !found {
+		return Release{}, false, err
+	}
+	if rel.Seeded != (prov == Seeded) { // the query filters on it: a broken store
+		return Release{}, false, fmt.Errorf("ledger: release %d of %q is %s, asked for %s", rel.ID, user, rel.Provenance(), prov)
+	}
+	return rel, true, nil
+}
+
+func (s *sqlStore) LatestBatch(ctx context.Context, users []string, model string, k int, prov Provenance) (map[string]Release, error) {
+	seeded, err := prov.seededCol()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]Release)
+	const chunk = 500
+	for lo := 0; lo < len(users); lo += chunk {
+		part := users[lo:min(lo+chunk, len(users))]
+		args := make([]any, 0, len(part)+3)
+		args = append(args, model, k, seeded)
+		for _, u := range part {
+			args = append(args, u)
+		}
+		q := "SELECT " + releaseColsFor(s.noUnit) + " FROM releases WHERE model = ? AND k = ? AND seeded = ? AND user_id IN (?" + strings.Repeat(", ?", len(part)-1) + ") ORDER BY id"
+		err := s.b.read(ctx, func(qr querier) error {
+			rs, err := qr.query(ctx, q, args...)
+			if err != nil {
+				return err
+			}
+			defer rs.Close()
+			for rs.Next() {
+				rel, err := scanReleaseFor(rs, s.noUnit)
+				if err != nil {
+					return err
+				}
+				if rel.Seeded != (prov == Seeded) { // the query filters on it: a broken store
+					return fmt.Errorf("ledger: release %d of %q is %s, asked for %s", rel.ID, rel.User, rel.Provenance(), prov)
+				}
+				out[rel.User] = rel // ascending id: the newest wins
+			}
+			return rs.Err()
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *sqlStore) Budget(ctx context.Context, user string) (Spend, error) {
+	sp := Spend{User: user}
+	err := s.b.read(ctx, func(q querier) error {
+		var rel, seeded int64
+		err := q.queryRow(ctx, "SELECT spent, rho, releases, seeded FROM spend WHERE user_id = ?", user).Scan(&sp.Spent, &sp.Rho, &rel, &seeded)
+		if errors.Is(err, errNoRows) {
+			return nil
+		}
+		sp.Releases, sp.Seeded = int(rel), int(seeded)
+		return err
+	})
+	return sp, err
+}
+
+func (s *sqlStore) Users(ctx context.Context) ([]Spend, error) {
+	var out []Spend
+	err := s.b.read(ctx, func(q querier) error {
+		out = nil
+		rs, err := q.query(ctx, "SELECT user_id, spent, rho, releases, seeded FROM spend WHERE releases > 0")
+		if err != nil {
+			return err
+		}
+		defer rs.Close()
+		for rs.Next() {
+			var sp Spend
+			var rel, seeded int64
+			if err := rs.Scan(&sp.User, &sp.Spent, &sp.Rho, &rel, &seeded); err != nil {
+				return err
+			}
+			sp.Releases, sp.Seeded = int(rel), int(seeded)
+			out = append(out, sp)
+		}
+		return rs.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].User < out[j].User })
+	return out, nil
+}
