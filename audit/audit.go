@@ -29,6 +29,7 @@ import (
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/mech"
+	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/score"
@@ -54,6 +55,25 @@ type Config struct {
 	Label      string
 	ChiSamples int // draws per chi-square test (0: no sampler test)
 	ChiCases   int // (graph, query) cases tested per method and kind
+	// Unit is the privacy unit the mechanisms are calibrated for
+	// (calib.Config.Unit; party: Delta_s(u), pair: the pair-unit
+	// per-candidate bound, privacy-model §16.6). Neighbours is the unit of
+	// the neighbouring graphs enumerated: party (every non-empty subset of
+	// one party's pairs) or pair (one protected pair). Run uses Unit when
+	// Neighbours is unset (NeighboursSet false); a pair calibration
+	// audited against party neighbours is the negative control that must
+	// fail (a party with several pairs exceeds the pair-unit eps).
+	Unit          privunit.Unit
+	Neighbours    privunit.Unit
+	NeighboursSet bool
+}
+
+// neighbours is the unit of the neighbouring graphs Run enumerates.
+func (c *Config) neighbours() privunit.Unit {
+	if c.NeighboursSet {
+		return c.Neighbours
+	}
+	return c.Unit
 }
 
 // Default is the configuration `dplp audit` runs: every triad score, every
@@ -84,6 +104,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("audit: protection fractions must be in [0,1]")
 	case len(c.Kinds) == 0 || len(c.Methods) == 0:
 		return fmt.Errorf("audit: need at least one score kind and one method")
+	case !c.Unit.Valid() || !c.neighbours().Valid():
+		return fmt.Errorf("audit: invalid privacy unit (calibration %v, neighbours %v)", c.Unit, c.neighbours())
 	}
 	return nil
 }
@@ -131,6 +153,8 @@ type ChiResult struct {
 // case closest to (or furthest beyond) its bound.
 type Report struct {
 	Calibration     string      `json:"calibration"`
+	Unit            string      `json:"unit"`       // the unit the mechanisms are calibrated for
+	Neighbours      string      `json:"neighbours"` // the unit of the neighbouring graphs enumerated
 	Transform       string      `json:"transform"`
 	Eps             float64     `json:"eps"`
 	Seed            uint64      `json:"seed"`
@@ -192,7 +216,7 @@ func buildQuery(g *graph.Graph, p *protect.Set, k score.Kind, u int32) (query, e
 			a++
 		}
 	}
-	q.info = calib.Query{DeltaS: ds, SMax: sm, RefA: a, RefMaxDeg: g.MaxDegree()}
+	q.info = calib.Query{DeltaS: ds, SMax: sm, RefA: a, RefMaxDeg: g.MaxDegree(), DeltaPair: sc.Evidence(u, privunit.Pair).Linf}
 	return q, nil
 }
 
@@ -376,7 +400,8 @@ func Run(cfg Config) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	rep := &Report{Calibration: cfg.Calibration.String(), Eps: cfg.Eps, Seed: cfg.Seed, Transform: "none", MinChiP: 1}
+	rep := &Report{Calibration: cfg.Calibration.String(), Unit: cfg.Unit.String(), Neighbours: cfg.neighbours().String(),
+		Eps: cfg.Eps, Seed: cfg.Seed, Transform: "none", MinChiP: 1}
 	if cfg.Transforms != nil {
 		rep.Transform = cfg.Label
 	}
@@ -393,7 +418,7 @@ func Run(cfg Config) (*Report, error) {
 		}
 		cfgs := make([]calib.Config, len(cfg.Methods))
 		for i, m := range cfg.Methods {
-			cfgs[i] = calib.Config{Method: m, Calibration: cfg.Calibration, Kind: kind, Eps: cfg.Eps, Transform: tr}
+			cfgs[i] = calib.Config{Method: m, Calibration: cfg.Calibration, Kind: kind, Eps: cfg.Eps, Transform: tr, Unit: cfg.Unit}
 			if m == calib.PublicOnly {
 				cfgs[i].Transform = nil
 			}
@@ -443,7 +468,7 @@ func Run(cfg Config) (*Report, error) {
 						}
 					}
 				}
-				err = eachNeighbour(g, p, kind, u, &q, rep, func(w int32, xs []int32, q2 *query) error {
+				err = eachNeighbourUnit(g, p, kind, u, &q, rep, cfg.neighbours(), func(w int32, xs []int32, q2 *query) error {
 					for mi := range cfgs {
 						plan2 := cfgs[mi].Plan(q2.info)
 						vals2 := utilities(&plan2, q2)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/score"
 )
 
@@ -63,5 +64,36 @@ func TestBrokenCalibrationFails(t *testing.T) {
 	}
 	if rep.Violations == 0 {
 		t.Fatalf("under-calibrated noise passed: worst %v bound %v", rep.WorstLogRatio, rep.Bound)
+	}
+}
+
+// TestRunPairUnit: per-pick mechanisms calibrated for the pair unit pass
+// the exact audit over single-pair neighbours, and fail it (the negative
+// control) over party neighbours, where one party's several pairs move
+// scores by more than the pair-unit bound.
+func TestRunPairUnit(t *testing.T) {
+	cfg := Default()
+	cfg.Graphs = 6
+	cfg.ChiSamples = 0
+	cfg.Kinds = []score.Kind{score.CN, score.AA}
+	cfg.Methods = []calib.Method{calib.Exponential, calib.Laplace}
+	cfg.Unit = privunit.Pair
+	rep, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Passed() || rep.Cases == 0 || rep.Unit != "pair" || rep.Neighbours != "pair" {
+		t.Fatalf("pair calibration over pair neighbours: %d cases, %d violations, %d score violations (%s/%s)", rep.Cases, rep.Violations, rep.ScoreViolations, rep.Unit, rep.Neighbours)
+	}
+	cfg.Neighbours, cfg.NeighboursSet = privunit.Party, true
+	bad, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad.Violations == 0 {
+		t.Fatal("pair calibration audited against party neighbours: no violation (the negative control is not caught)")
+	}
+	if bad.ScoreViolations != 0 {
+		t.Fatalf("score checks failed under party neighbours: %d", bad.ScoreViolations)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/mech"
 	"github.com/dplp/dplp/mech/exact"
+	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/randx"
 )
 
@@ -44,7 +45,11 @@ func RunExact(cfg Config) (*Report, error) {
 	if cfg.Calibration != calib.Rigorous {
 		return nil, fmt.Errorf("audit: the exact sampler is audited with the rigorous calibration only")
 	}
-	rep := &Report{Calibration: cfg.Calibration.String(), Eps: cfg.Eps, Seed: cfg.Seed, Transform: "none", MinChiP: 1}
+	if cfg.Unit != privunit.Party || cfg.neighbours() != privunit.Party {
+		return nil, fmt.Errorf("audit: the exact sampler is audited under the party unit only")
+	}
+	rep := &Report{Calibration: cfg.Calibration.String(), Unit: privunit.Party.String(), Neighbours: privunit.Party.String(),
+		Eps: cfg.Eps, Seed: cfg.Seed, Transform: "none", MinChiP: 1}
 	if cfg.Transforms != nil {
 		rep.Transform = cfg.Label
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dplp/dplp/mech"
 	"github.com/dplp/dplp/mech/exact"
+	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/score"
 )
 
@@ -94,8 +95,13 @@ type Transform interface {
 // in the rigorous mode.
 type Query struct {
 	DeltaS, SMax float64
-	RefA         int // reference only: protected edges at u present in the graph
-	RefMaxDeg    int // reference only: max degree of the graph
+	// DeltaPair is the per-candidate bound of the score's change under the
+	// pair unit (score.Scorer.Evidence(u, privunit.Pair).Linf: one
+	// protected pair moves any candidate's score by at most this; 1 for
+	// CN). Read only when Config.Unit is privunit.Pair.
+	DeltaPair float64
+	RefA      int // reference only: protected edges at u present in the graph
+	RefMaxDeg int // reference only: max degree of the graph
 }
 
 // Lexicographic is implemented by transforms released with the
@@ -125,6 +131,15 @@ type Config struct {
 	// included) instead of floating-point Gumbel keys. Not available for
 	// the lexicographic mechanism.
 	ExactSampler bool
+	// Unit is the privacy unit the noise is calibrated for (rigorous
+	// calibration): Party (the zero value; Definition 1) uses
+	// Query.DeltaS = Delta_s(u), a bound over all of one party's pairs;
+	// Pair uses Query.DeltaPair, the bound for one protected pair. Either
+	// way each pick is Eps-DP for that unit; a party-unit plan is also a
+	// pair-unit one at the same cost, not the other way round (a party with
+	// m pairs gets m x Eps per pick under a pair-unit plan, by group
+	// privacy).
+	Unit privunit.Unit
 }
 
 // Lex reports whether the configuration releases with the lexicographic
@@ -153,6 +168,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ExactSampler && (c.Method != Exponential || c.Calibration != Rigorous) {
 		return fmt.Errorf("calib: the exact sampler implements the rigorous exponential mechanism (plain or lexicographic) only")
+	}
+	if !c.Unit.Valid() {
+		return fmt.Errorf("calib: invalid privacy unit %v", c.Unit)
+	}
+	if c.Unit == privunit.Pair && c.Calibration != Rigorous {
+		return fmt.Errorf("calib: the pair unit is calibrated rigorously only (the reference calibration carries no guarantee)")
 	}
 	if c.Lex() && (c.Method != Exponential || c.Calibration != Rigorous) {
 		return fmt.Errorf("calib: the lexicographic mechanism (DPLP-pub) is the exponential mechanism with the rigorous calibration, got %s/%s", c.Method, c.Calibration)
@@ -220,10 +241,14 @@ func (c *Config) Plan(q Query) Plan {
 		}
 		return p
 	}
+	ds := q.DeltaS
+	if c.Unit == privunit.Pair {
+		ds = q.DeltaPair
+	}
 	if c.Transform != nil {
-		p.Delta = c.Transform.Delta(q.DeltaS, q.SMax)
+		p.Delta = c.Transform.Delta(ds, q.SMax)
 	} else {
-		p.Delta = q.DeltaS
+		p.Delta = ds
 	}
 	if p.Delta == 0 {
 		return p // invariant utilities: exact top-K is 0-DP

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/dplp/dplp/mech"
+	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/score"
 )
@@ -198,5 +199,42 @@ func TestAppendUtilities(t *testing.T) {
 	p := bcfg.Plan(Query{DeltaS: 1, SMax: 4})
 	if got := p.AppendUtilities(nil, s, pub, idx); len(got) != 4 || got[0] != -1 {
 		t.Fatalf("batch method not used: %v", got)
+	}
+}
+
+// TestUnitPlans: a pair-unit plan is calibrated to Query.DeltaPair (through
+// the transform when there is one), a party-unit plan to DeltaS; the pair
+// unit is refused with the reference calibration and unknown units are
+// refused.
+func TestUnitPlans(t *testing.T) {
+	q := Query{DeltaS: 7, DeltaPair: 1, SMax: 10}
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		delta float64
+	}{
+		{"party exponential", Config{Method: Exponential, Kind: score.CN, Eps: 0.5}, 7},
+		{"pair exponential", Config{Method: Exponential, Kind: score.CN, Eps: 0.5, Unit: privunit.Pair}, 1},
+		{"pair laplace", Config{Method: Laplace, Kind: score.CN, Eps: 0.5, Unit: privunit.Pair}, 1},
+		{"party transform", Config{Method: Exponential, Kind: score.AA, Eps: 0.5, Transform: fixed{}}, 14},
+		{"pair transform", Config{Method: Exponential, Kind: score.AA, Eps: 0.5, Transform: fixed{}, Unit: privunit.Pair}, 2},
+	} {
+		if err := tc.cfg.Validate(); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if p := tc.cfg.Plan(q); p.Delta != tc.delta {
+			t.Errorf("%s: Delta %v, want %v", tc.name, p.Delta, tc.delta)
+		}
+	}
+	if z := (&Config{Method: Exponential, Kind: score.CN, Eps: 1, Unit: privunit.Pair}).Plan(Query{DeltaS: 3}); !z.Exact() {
+		t.Error("pair unit with DeltaPair 0 must be exact (no pair can move the scores)")
+	}
+	for _, bad := range []Config{
+		{Method: Exponential, Calibration: Reference, Kind: score.CN, Eps: 1, Unit: privunit.Pair},
+		{Method: Exponential, Kind: score.CN, Eps: 1, Unit: privunit.Unit(9)},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/ranking"
 	"github.com/dplp/dplp/release"
@@ -126,6 +127,10 @@ func RunScorer(s *protocol.Split, sc *score.Scorer, cfg calib.Config, k int, see
 		a := &accs[w]
 		i := idx[r.U]
 		info := calib.Query{DeltaS: r.DeltaS, SMax: r.SMax}
+		if cfg.Unit == privunit.Pair {
+			// The pair-unit per-candidate bound (invariant, score/unitsens.go).
+			info.DeltaPair = sc.Evidence(r.U, privunit.Pair).Linf
+		}
 		if s.RefA != nil {
 			info.RefA, info.RefMaxDeg = s.RefA[i], s.RefMaxDeg
 		}

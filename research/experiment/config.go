@@ -71,9 +71,12 @@ type Config struct {
 	Protocols []string `json:"protocols"`
 	// Units are the privacy units (privunit: party, the default and
 	// Definition 1, or pair; docs/privacy-model.md §16). They change the
-	// list-level methods (ListMethods: their noise and cost);
-	// every other method is calibrated for the party unit, which implies the
-	// pair unit at the same cost, so its cells are shared across units.
+	// list-level methods (ListMethods: their noise and cost) and the
+	// per-pick mechanisms' noise (calib.Config.Unit: under the pair unit
+	// each pick is calibrated to the pair-unit per-candidate bound,
+	// score.Evidence(u, Pair).Linf, instead of Delta_s(u)); non-private and
+	// public-only are the same under both. The reference calibration is
+	// run under the party unit only.
 	Units []string `json:"units,omitempty"`
 	// Eps are the eps_p values (per pick), each in [MinEps, MaxEps].
 	Eps []float64 `json:"eps"`

@@ -193,7 +193,8 @@ func (a axisEntry) at(k int) (float64, string) {
 // expand lists the cells in output order (dataset, predictor, method,
 // calibration, protocol, unit, eps or budget, sigma, k, seed). The reference calibration
 // only exists with the reference protocol (its per-query count a(u) is
-// computed there); other combinations with it are skipped and reported.
+// computed there); other combinations with it are skipped and reported, as
+// are reference-calibrated per-pick cells under the pair unit.
 func (p *plan) expand() (cells []cell, skipped int) {
 	c := &p.cfg
 	axis := p.axis()
@@ -207,6 +208,12 @@ func (p *plan) expand() (cells []cell, skipped int) {
 							continue
 						}
 						for _, unit := range p.units {
+							if cal == calib.Reference && unit == privunit.Pair && !m.epsFree() {
+								// The reference calibration carries no guarantee
+								// under any unit; it is reported once, under party.
+								skipped += len(axis) * len(c.Sigma) * len(c.K) * c.Seeds
+								continue
+							}
 							for _, a := range axis {
 								for _, sigma := range c.Sigma {
 									for _, k := range c.K {
@@ -247,6 +254,12 @@ func (p *plan) key(c cell, graphSHA string) cellKey {
 	}
 	if _, ok := refMethod(c); ok {
 		k.RefNoise = refNoiseVersion
+	}
+	if c.method.list == "" && !c.method.epsFree() && c.unit == privunit.Pair {
+		// Per-pick methods under the pair unit are calibrated to its
+		// per-candidate bound (calib.Config.Unit); party-unit keys are
+		// unchanged, so their cached cells stay valid.
+		k.Unit = c.unit.String()
 	}
 	switch c.method.list {
 	case "dplp-list":

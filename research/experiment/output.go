@@ -35,9 +35,9 @@ type Row struct {
 	Sigma  float64 `json:"sigma"`
 	K      int     `json:"k"`
 	Seed   int     `json:"seed"`
-	// Unit is the privacy unit of the cell (party or pair; §16). Per-pick
-	// methods are calibrated for the party unit, which implies the pair
-	// unit at the same cost, so their results are the same in both.
+	// Unit is the privacy unit of the cell (party or pair; §16) that its
+	// noise is calibrated for (non-private and public-only: the same in
+	// both).
 	Unit string `json:"unit"`
 	// EpsList is the mean eps charged per released list: ListCost for the
 	// list-level methods, EpsSpent for the others (null when unbounded).

@@ -436,7 +436,7 @@ func (r *runner) one(ctx context.Context, split *protocol.Split, u *unit, scorer
 	if c.method.list != "" {
 		return r.oneList(ctx, split, u, scorer)
 	}
-	cfg := calib.Config{Method: c.method.mech, Calibration: c.cal, Kind: c.pred.spec.Kind, Eps: c.eps}
+	cfg := calib.Config{Method: c.method.mech, Calibration: c.cal, Kind: c.pred.spec.Kind, Eps: c.eps, Unit: c.unit}
 	var res Result
 	switch {
 	case c.method.epsFree():

@@ -29,7 +29,8 @@ type auditOptions struct {
 	sampler            string
 	variant, modelPath string
 	epochs, toggles    int
-	mechanisms, units  []string // --mechanism, --unit: the list-level audit
+	mechanisms, units  []string // --mechanism, --unit: the list-level audit (--unit: also the per-pick calibration)
+	neighbours         string   // --neighbours: per-pick audit's neighbouring graphs (negative control)
 	cfg                audit.Config
 }
 
@@ -121,7 +122,8 @@ func (o *auditOptions) register(cmd *cobra.Command) {
 	f.BoolVar(&o.e2e, "end-to-end", false, "audit the whole deployed pipeline: graphs written as text and loaded (representation checks), training on every neighbouring graph (bit-identical models required), the release path's utilities, exact list probabilities of the deployed sampler against the charged cost, influence sets, the re-serve layer (--variant V audits V only, default dplp and dplp-pub; --model FILE audits that model; --graphs, --k (<= 3), --eps, --seed, --score, --sampler, --toggles apply)")
 	f.IntVar(&o.toggles, "toggles", endtoend.Default().Toggles, "with --end-to-end: neighbouring graphs audited per graph (0: all)")
 	f.StringSliceVar(&o.mechanisms, "mechanism", nil, "audit the list-level mechanisms instead (docs/privacy-model.md §16): dplp-list, perturb-once, joint-em and/or oneshot-topk (§16.8; every list of length K <= --k, also on mixed-hub graphs), under every --unit; --graphs, --min-nodes, --max-nodes, --eps, --seed, --k and --score apply")
-	f.StringSliceVar(&o.units, "unit", []string{"party", "pair"}, "with --mechanism: privacy units audited (party, pair)")
+	f.StringSliceVar(&o.units, "unit", []string{"party", "pair"}, "with --mechanism: privacy units audited (party, pair); without: the one unit the per-pick mechanisms are calibrated for (default party; pair: the pair-unit per-candidate bound, privacy-model §16.6)")
+	f.StringVar(&o.neighbours, "neighbours", "", "per-pick audit: the unit of the neighbouring graphs enumerated (default: --unit's); --unit pair --neighbours party is the negative control and must fail")
 }
 
 // listAuditJSON is the --json output of the list-level audit.
@@ -377,6 +379,27 @@ func (o *auditOptions) validate(cmd *cobra.Command) error {
 	if err := checkEps("eps", cfg.Eps, cfg.MaxK); err != nil {
 		return err
 	}
+	cfg.Unit, cfg.NeighboursSet = privunit.Party, false
+	if cmd.Flags().Changed("unit") {
+		if len(o.units) != 1 {
+			return fmt.Errorf("--unit: the per-pick audit calibrates for one unit, got %v (several units are for --mechanism)", o.units)
+		}
+		u, err := privunit.Parse(o.units[0])
+		if err != nil {
+			return err
+		}
+		if u == privunit.Pair && cfg.Calibration == calib.Reference {
+			return fmt.Errorf("--unit pair: the reference calibration runs under the party unit only")
+		}
+		cfg.Unit = u
+	}
+	if o.neighbours != "" {
+		u, err := privunit.Parse(o.neighbours)
+		if err != nil {
+			return fmt.Errorf("--neighbours: %w", err)
+		}
+		cfg.Neighbours, cfg.NeighboursSet = u, true
+	}
 	switch {
 	case o.variant != "" && o.modelPath != "":
 		return fmt.Errorf("give either --variant or --model, not both")
@@ -459,7 +482,7 @@ func printAudit(p *printer, rep *audit.Report, verbose bool) error {
 	if rep.Calibration == "reference" {
 		p.line("%s", calib.Warning)
 	}
-	p.line("exact audit: calibration %s, transform %s, eps_p %g; %s", rep.Calibration, rep.Transform, rep.Eps, randx.Source{Seeded: true, Seed: rep.Seed})
+	p.line("exact audit: calibration %s, transform %s, eps_p %g, calibrated for the %s unit, %s-unit neighbours; %s", rep.Calibration, rep.Transform, rep.Eps, rep.Unit, rep.Neighbours, randx.Source{Seeded: true, Seed: rep.Seed})
 	p.row("method", "K", "cases", "worst |ln ratio|", "bound", "proven", "violations")
 	for _, r := range rep.Rows {
 		p.row(r.Method, fmt.Sprint(r.K), fmt.Sprint(r.Cases), fmt.Sprintf("%.4f", r.Worst), fmt.Sprintf("%.4f", r.Bound), fmt.Sprint(r.Proven), fmt.Sprint(r.Violations))

@@ -64,8 +64,10 @@ scorer; eps per pair once, eps x the largest party under the party unit), joint-
 sequences) and oneshot-topk (one-shot Gumbel top-K, equal to K peeled exponential
 mechanisms at eps/K), which select the list from the public score plus the private
 evidence calibrated to the evidence's per-candidate bound under the unit, take
---eps as the cost of a whole list and are calibrated for the unit of their cell;
-every other method keeps its party-unit calibration, valid for both units. Rows
+--eps as the cost of a whole list and are calibrated for the unit of their cell.
+The per-pick mechanisms take --eps per pick and are calibrated for the unit of
+their cell too: under pair, to the pair-unit per-candidate bound (1 for CN)
+instead of Delta_s(u); the reference calibration runs under party only. Rows
 carry unit, eps_list (mean eps charged per list) and gap_recovered ((AUC@K -
 public-only) / (non-private - public-only), same dataset, score, sigma, K, seed).`
 
