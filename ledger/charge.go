@@ -19,7 +19,17 @@ import (
 type spendRow struct {
 	spent, rho       float64
 	releases, seeded int64
+	partySpent       float64 // sum of the bounded party costs
+	partyUnb         int64   // releases with an unbounded party cost
 	dirty            bool
+}
+
+// partyTotal is the user's party-unit total (+Inf when unbounded).
+func (sp *spendRow) partyTotal() float64 {
+	if sp.partyUnb > 0 {
+		return Unbounded
+	}
+	return sp.partySpent
 }
 
 func (s *sqlStore) Charge(ctx context.Context, r Release, cap Cap) (Release, bool, error) {
@@ -74,7 +84,7 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 	var results []ChargeResult
 	err = s.b.write(ctx, func(q querier) error {
 		var err error
-		results, err = chargeTx(ctx, s.b, q, items, enc, bad, sorted, cap, s.noUnit) // fn may be retried: start afresh
+		results, err = chargeTx(ctx, s.b, q, items, enc, bad, sorted, cap, s.schema) // fn may be retried: start afresh
 		return err
 	})
 	if err != nil {
@@ -100,7 +110,7 @@ type idemRef struct {
 // charge the items in order, then insert the accepted releases (with IDs
 // reserved by the backend, in multi-row statements) and write the changed
 // spend rows back.
-func chargeTx(ctx context.Context, b backend, q querier, items []Release, enc []encoded, bad []error, users []string, cap Cap, noUnit bool) ([]ChargeResult, error) {
+func chargeTx(ctx context.Context, b backend, q querier, items []Release, enc []encoded, bad []error, users []string, cap Cap, v schemaLevel) ([]ChargeResult, error) {
 	results := make([]ChargeResult, len(items))
 	for i := range items {
 		items[i].ID = 0 // a retried transaction starts afresh: no ID is reserved yet
@@ -108,11 +118,11 @@ func chargeTx(ctx context.Context, b backend, q querier, items []Release, enc []
 	// Lock every user's spend row in one global order (sorted users) so that
 	// concurrent PostgreSQL transactions cannot deadlock. SQLite holds the
 	// database write lock already (BEGIN IMMEDIATE).
-	spends, err := lockSpends(ctx, q, users)
+	spends, err := lockSpends(ctx, q, users, v)
 	if err != nil {
 		return nil, err
 	}
-	known, err := lookupIdem(ctx, q, items, bad, noUnit)
+	known, err := lookupIdem(ctx, q, items, bad, v)
 	if err != nil {
 		return nil, err
 	}
@@ -153,12 +163,16 @@ func chargeTx(ctx context.Context, b backend, q querier, items []Release, enc []
 			}
 		}
 		sp := spends[r.User]
-		if !(sp.spent+r.Cost <= cap.Eps) || !(sp.rho+r.Rho <= cap.Rho) {
-			results[i].Err = &BudgetError{User: r.User, Spent: sp.spent, Cost: r.Cost, Rho: sp.rho, RhoC: r.Rho, Cap: cap}
+		// The party-unit total is +Inf once unbounded: then, as for an
+		// unbounded PartyCost, only an infinite PartyEps lets it pass.
+		if !(sp.spent+r.Cost <= cap.Eps) || !(sp.rho+r.Rho <= cap.Rho) || !(sp.partyTotal()+r.PartyCost <= cap.PartyEps) {
+			results[i].Err = &BudgetError{User: r.User, Spent: sp.spent, Cost: r.Cost, Rho: sp.rho, RhoC: r.Rho,
+				PartySpent: sp.partyTotal(), PartyCost: r.PartyCost, Unit: r.Unit, Cap: cap}
 			continue
 		}
 		sp.spent += r.Cost
 		sp.rho += r.Rho
+		addParty(&sp.partySpent, &sp.partyUnb, r.PartyCost)
 		sp.releases++
 		if r.Seeded {
 			sp.seeded++
@@ -180,10 +194,10 @@ func chargeTx(ctx context.Context, b backend, q querier, items []Release, enc []
 	for i, j := range sameAs {
 		results[i] = ChargeResult{Release: items[j]}
 	}
-	if err := insertReleases(ctx, q, items, enc, fresh, noUnit); err != nil {
+	if err := insertReleases(ctx, q, items, enc, fresh, v); err != nil {
 		return nil, err
 	}
-	return results, writeSpends(ctx, q, users, spends)
+	return results, writeSpends(ctx, q, users, spends, v)
 }
 
 // describeID names a recorded release, or one accepted earlier in the same
@@ -198,7 +212,11 @@ func describeID(id int64) string {
 // lockSpends creates the spend rows that are missing, locks them all
 // (PostgreSQL: the conflicting upsert takes the row lock) and reads them,
 // one statement per chunk of sorted users.
-func lockSpends(ctx context.Context, q querier, users []string) (map[string]*spendRow, error) {
+func lockSpends(ctx context.Context, q querier, users []string, v schemaLevel) (map[string]*spendRow, error) {
+	party := ", party_spent, party_unbounded"
+	if !v.hasParty() {
+		party = ", 0, 0"
+	}
 	spends := make(map[string]*spendRow, len(users))
 	for lo := 0; lo < len(users); lo += chargeChunk {
 		part := users[lo:min(lo+chargeChunk, len(users))]
@@ -207,14 +225,14 @@ func lockSpends(ctx context.Context, q querier, users []string) (map[string]*spe
 			args[i] = u
 		}
 		rs, err := q.query(ctx, "INSERT INTO spend (user_id) VALUES (?)"+strings.Repeat(", (?)", len(part)-1)+
-			" ON CONFLICT (user_id) DO UPDATE SET user_id = excluded.user_id RETURNING user_id, spent, rho, releases, seeded", args...)
+			" ON CONFLICT (user_id) DO UPDATE SET user_id = excluded.user_id RETURNING user_id, spent, rho, releases, seeded"+party, args...)
 		if err != nil {
 			return nil, err
 		}
 		for rs.Next() {
 			var u string
 			sp := &spendRow{}
-			if err := rs.Scan(&u, &sp.spent, &sp.rho, &sp.releases, &sp.seeded); err != nil {
+			if err := rs.Scan(&u, &sp.spent, &sp.rho, &sp.releases, &sp.seeded, &sp.partySpent, &sp.partyUnb); err != nil {
 				rs.Close()
 				return nil, err
 			}
@@ -237,7 +255,7 @@ func lockSpends(ctx context.Context, q querier, users []string) (map[string]*spe
 // lookupIdem returns the recorded releases of the valid items' (user,
 // provenance, idempotency key) triples, one query per (key, provenance) and
 // chunk of users. Only releases of the item's own provenance are read.
-func lookupIdem(ctx context.Context, q querier, items []Release, bad []error, noUnit bool) (map[idemRef]Release, error) {
+func lookupIdem(ctx context.Context, q querier, items []Release, bad []error, v schemaLevel) (map[idemRef]Release, error) {
 	type keyProv struct {
 		key    string
 		seeded bool
@@ -263,12 +281,12 @@ func lookupIdem(ctx context.Context, q querier, items []Release, bad []error, no
 			for _, u := range part {
 				args = append(args, u)
 			}
-			rs, err := q.query(ctx, "SELECT "+releaseColsFor(noUnit)+" FROM releases WHERE idem_key = ? AND seeded = ? AND user_id IN (?"+strings.Repeat(", ?", len(part)-1)+")", args...)
+			rs, err := q.query(ctx, "SELECT "+releaseColsFor(v)+" FROM releases WHERE idem_key = ? AND seeded = ? AND user_id IN (?"+strings.Repeat(", ?", len(part)-1)+")", args...)
 			if err != nil {
 				return nil, err
 			}
 			for rs.Next() {
-				rel, err := scanReleaseFor(rs, noUnit)
+				rel, err := scanReleaseFor(rs, v)
 				if err != nil {
 					rs.Close()
 					return nil, err
@@ -301,9 +319,12 @@ func encode(r *Release, buf *[]byte) encoded {
 // insertReleases records items[fresh[0]], items[fresh[1]], ... (their IDs
 // already set, enc their encoded columns) in multi-row statements: one
 // statement per release cost as much as the row itself.
-func insertReleases(ctx context.Context, q querier, items []Release, enc []encoded, fresh []int, noUnit bool) error {
-	cols, n := "id, user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded, unit", 14
-	if noUnit {
+func insertReleases(ctx context.Context, q querier, items []Release, enc []encoded, fresh []int, v schemaLevel) error {
+	cols, n := "id, user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded, unit, party_cost", 15
+	if !v.hasParty() {
+		cols, n = strings.TrimSuffix(cols, ", party_cost"), n-1
+	}
+	if !v.hasUnit() {
 		// A store before the unit column (tests at older schemas) takes
 		// party-unit releases only.
 		for _, i := range fresh {
@@ -311,7 +332,7 @@ func insertReleases(ctx context.Context, q querier, items []Release, enc []encod
 				return fmt.Errorf("ledger: %w: a %v-unit release in a store at a schema before version %d", ErrInvalid, items[i].Unit, unitSchema)
 			}
 		}
-		cols, n = strings.TrimSuffix(cols, ", unit"), 13
+		cols, n = strings.TrimSuffix(cols, ", unit"), n-1
 	}
 	return execRows(ctx, q, len(fresh), n, "INSERT INTO releases ("+cols+") VALUES ", "",
 		func(j int, args []any) []any {
@@ -333,26 +354,37 @@ func insertReleases(ctx context.Context, q querier, items []Release, enc []encod
 				folded = 0
 			}
 			args = append(args, r.ID, r.User, r.Model, r.K, enc[i].list, r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), enc[i].infl, folded)
-			if !noUnit {
+			if v.hasUnit() {
 				args = append(args, r.Unit.String())
+			}
+			if v.hasParty() {
+				args = append(args, partyCostArg(r.PartyCost))
 			}
 			return args
 		})
 }
 
 // writeSpends writes the changed spend rows back, one statement per chunk.
-func writeSpends(ctx context.Context, q querier, users []string, spends map[string]*spendRow) error {
+func writeSpends(ctx context.Context, q querier, users []string, spends map[string]*spendRow, v schemaLevel) error {
 	var dirty []string
 	for _, u := range users {
 		if spends[u].dirty {
 			dirty = append(dirty, u)
 		}
 	}
-	return execRows(ctx, q, len(dirty), 5, "INSERT INTO spend (user_id, spent, rho, releases, seeded) VALUES ",
-		" ON CONFLICT (user_id) DO UPDATE SET spent = excluded.spent, rho = excluded.rho, releases = excluded.releases, seeded = excluded.seeded",
+	if !v.hasParty() {
+		return execRows(ctx, q, len(dirty), 5, "INSERT INTO spend (user_id, spent, rho, releases, seeded) VALUES ",
+			" ON CONFLICT (user_id) DO UPDATE SET spent = excluded.spent, rho = excluded.rho, releases = excluded.releases, seeded = excluded.seeded",
+			func(i int, args []any) []any {
+				sp := spends[dirty[i]]
+				return append(args, dirty[i], sp.spent, sp.rho, sp.releases, sp.seeded)
+			})
+	}
+	return execRows(ctx, q, len(dirty), 7, "INSERT INTO spend (user_id, spent, rho, releases, seeded, party_spent, party_unbounded) VALUES ",
+		" ON CONFLICT (user_id) DO UPDATE SET spent = excluded.spent, rho = excluded.rho, releases = excluded.releases, seeded = excluded.seeded, party_spent = excluded.party_spent, party_unbounded = excluded.party_unbounded",
 		func(i int, args []any) []any {
 			sp := spends[dirty[i]]
-			return append(args, dirty[i], sp.spent, sp.rho, sp.releases, sp.seeded)
+			return append(args, dirty[i], sp.spent, sp.rho, sp.releases, sp.seeded, sp.partySpent, sp.partyUnb)
 		})
 }
 

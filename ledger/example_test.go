@@ -23,7 +23,7 @@ func ExampleStore_Charge() {
 		return
 	}
 	defer st.Close()
-	cap := ledger.Cap{Eps: 1, Rho: math.Inf(1)}
+	cap := ledger.Cap{Eps: 1, Rho: math.Inf(1), PartyEps: math.Inf(1)}
 	rel := ledger.Release{User: "alice", Model: "model-1", K: 3, EpsP: 0.125, Cost: 0.375,
 		List: []string{"bob", "carol", "dave"}, IdemKey: "request-1", Influencers: []string{"erin"}}
 	for _, key := range []string{"request-1", "request-1", "request-2", "request-3"} {

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -128,7 +129,7 @@ func child(mode string) int {
 			// commit can starve the other (its busy handler polls).
 			time.Sleep(time.Duration(rand.N(2000)) * time.Microsecond)
 			cost := costOf(i)
-			r, _, err := s.Charge(ctx, testRelease(user, fmt.Sprintf("%d-%d", os.Getpid(), i), cost), Cap{capEps, capEps})
+			r, _, err := s.Charge(ctx, testRelease(user, fmt.Sprintf("%d-%d", os.Getpid(), i), cost), Cap{capEps, capEps, math.Inf(1)})
 			var be *BudgetError
 			switch {
 			case err == nil:

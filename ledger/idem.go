@@ -27,7 +27,7 @@ func (s *sqlStore) FindIdem(ctx context.Context, user, key string, prov Provenan
 	found := false
 	err = s.b.read(ctx, func(q querier) error {
 		var err error
-		rel, err = scanReleaseFor(q.queryRow(ctx, "SELECT "+releaseColsFor(s.noUnit)+" FROM releases WHERE user_id = ? AND idem_key = ? AND seeded = ?", user, key, seeded), s.noUnit)
+		rel, err = scanReleaseFor(q.queryRow(ctx, "SELECT "+releaseColsFor(s.schema)+" FROM releases WHERE user_id = ? AND idem_key = ? AND seeded = ?", user, key, seeded), s.schema)
 		if errors.Is(err, errNoRows) {
 			return nil
 		}

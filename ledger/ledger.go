@@ -59,10 +59,23 @@ type Release struct {
 	// of cost eps is eps-DP for one protected pair and m x eps for a party
 	// with m protected pairs (group privacy). The per-user cap (Cap)
 	// compares the sum of Cost over all units with Cap.Eps: a pair-unit
-	// cost counts as its eps, so a cap over a user's mixed releases is a
-	// pair-unit bound (a party-unit bound only when every release is
-	// party-unit). SpendByUnit reports spending per unit.
+	// cost counts as its eps, so Cap.Eps over a user's mixed releases is a
+	// pair-unit bound (a party-unit bound implies the same pair-unit
+	// bound); the party-unit bound is PartyCost, capped by Cap.PartyEps.
+	// SpendByUnit reports spending per unit.
 	Unit privunit.Unit
+	// PartyCost is the release's pure-DP epsilon under the party unit
+	// (docs/privacy-model.md §16.7.1), math.Inf(1) when it is unbounded (not
+	// known to the writer). For a party-unit release it is Cost: Charge sets
+	// it (0, the zero value, is read as "= Cost"; any other value but Cost
+	// is invalid). For a pair-unit release it must be >= Cost (a pair is a
+	// subset of one party's pairs, so the party bound is never smaller) or
+	// +Inf: a pair-unit dplp-list list of cost eps released at Laplace scale
+	// L1_pair(u)/eps costs eps x L1_party(u)/L1_pair(u) under the party
+	// unit (0 when it costs 0). Stored as releases.party_cost (NULL when
+	// unbounded; schema 7). Releases recorded before schema 7 read as Cost
+	// (party unit) or +Inf (pair unit).
+	PartyCost float64
 	// Influencers are the protected parties whose protected pairs can change
 	// User's utilities; the release's Cost and Rho are added to exposure(w)
 	// for each of them. "*" means every party (and makes the other entries
@@ -121,12 +134,31 @@ func (p Provenance) seededCol() (int, error) {
 	return 0, invalid("unknown provenance %d (want ledger.Crypto or ledger.Seeded)", uint8(p))
 }
 
-// Cap holds per-user caps on the total pure-DP epsilon and on the total zCDP
-// rho. math.Inf(1) means no cap; NaN and negative caps are invalid.
-type Cap struct{ Eps, Rho float64 }
+// Cap holds per-user caps. math.Inf(1) means no cap; NaN and negative caps
+// are invalid. Every field is a cap (the zero value refuses every charge of
+// a positive cost): a caller that wants no party-unit cap sets PartyEps to
+// math.Inf(1), as Unlimited does.
+type Cap struct {
+	// Eps caps the sum of every release's Cost, each in its own unit. A
+	// party-unit cost bounds the pair unit too, so with pair-unit releases
+	// this is a pair-unit cap (a party-unit one only when every release of
+	// the user is party-unit).
+	Eps float64
+	// Rho caps the sum of every release's Rho (own units, as Eps).
+	Rho float64
+	// PartyEps caps the user's party-unit total: the sum of every
+	// release's PartyCost. A release whose party cost is unbounded
+	// (PartyCost = +Inf, or any earlier one of the user's) is refused under
+	// a finite PartyEps.
+	PartyEps float64
+}
 
 // Unlimited is the cap that refuses nothing.
-var Unlimited = Cap{math.Inf(1), math.Inf(1)}
+var Unlimited = Cap{Eps: math.Inf(1), Rho: math.Inf(1), PartyEps: math.Inf(1)}
+
+// Unbounded is the PartyCost of a release whose party-unit cost is unknown
+// (math.Inf(1)).
+var Unbounded = math.Inf(1)
 
 // ErrBudgetExhausted is the error a refused charge wraps: errors.Is(err,
 // ErrBudgetExhausted) holds and errors.As gives the *BudgetError.
@@ -143,18 +175,37 @@ var ErrInvalid = errors.New("invalid argument")
 // BudgetError describes a refused charge. Nothing was recorded.
 type BudgetError struct {
 	User  string
-	Spent float64 // user's total pure epsilon before this charge
-	Cost  float64 // the epsilon asked for
+	Spent float64 // user's total pure epsilon before this charge (own units)
+	Cost  float64 // the epsilon asked for (the release's own unit)
 	Rho   float64 // user's total rho before this charge
 	RhoC  float64 // the rho asked for
-	Cap   Cap
+	// PartySpent is the user's party-unit total before this charge
+	// (+Inf when some release's party cost is unbounded); PartyCost the
+	// release's party-unit cost (+Inf: unbounded).
+	PartySpent, PartyCost float64
+	// Unit is the release's privacy unit.
+	Unit privunit.Unit
+	Cap  Cap
+}
+
+// PartyRefused reports whether the party-unit cap (Cap.PartyEps) refused
+// the charge.
+func (e *BudgetError) PartyRefused() bool {
+	return e.Spent+e.Cost <= e.Cap.Eps && e.Rho+e.RhoC <= e.Cap.Rho && !(e.PartySpent+e.PartyCost <= e.Cap.PartyEps)
 }
 
 func (e *BudgetError) Error() string {
-	if !(e.Spent+e.Cost <= e.Cap.Eps) {
-		return fmt.Sprintf("ledger: %v for user %q: spent eps %g + cost %g > cap %g", ErrBudgetExhausted, e.User, e.Spent, e.Cost, e.Cap.Eps)
+	switch {
+	case !(e.Spent+e.Cost <= e.Cap.Eps):
+		return fmt.Sprintf("ledger: %v for user %q: spent eps %g + cost %g > cap %g (sum of every release's own-unit cost; this release is %s-unit)", ErrBudgetExhausted, e.User, e.Spent, e.Cost, e.Cap.Eps, e.Unit)
+	case !(e.Rho+e.RhoC <= e.Cap.Rho):
+		return fmt.Sprintf("ledger: %v for user %q: rho %g + %g > cap %g", ErrBudgetExhausted, e.User, e.Rho, e.RhoC, e.Cap.Rho)
+	case math.IsInf(e.PartyCost, 1):
+		return fmt.Sprintf("ledger: %v for user %q under the party unit: this %s-unit release's party-unit cost is unbounded, the party-unit cap is %g", ErrBudgetExhausted, e.User, e.Unit, e.Cap.PartyEps)
+	case math.IsInf(e.PartySpent, 1):
+		return fmt.Sprintf("ledger: %v for user %q under the party unit: the user's party-unit spending is unbounded (a pair-unit release without a party-unit cost), the party-unit cap is %g", ErrBudgetExhausted, e.User, e.Cap.PartyEps)
 	}
-	return fmt.Sprintf("ledger: %v for user %q: rho %g + %g > cap %g", ErrBudgetExhausted, e.User, e.Rho, e.RhoC, e.Cap.Rho)
+	return fmt.Sprintf("ledger: %v for user %q under the party unit: party eps %g + this %s-unit release's party cost %g > party cap %g", ErrBudgetExhausted, e.User, e.PartySpent, e.Unit, e.PartyCost, e.Cap.PartyEps)
 }
 
 // Unwrap makes errors.Is(err, ErrBudgetExhausted) hold.
@@ -163,10 +214,24 @@ func (e *BudgetError) Unwrap() error { return ErrBudgetExhausted }
 // Spend is one user's running totals.
 type Spend struct {
 	User     string
-	Spent    float64 // total pure-DP epsilon charged
-	Rho      float64 // total zCDP rho charged
+	Spent    float64 // total pure-DP epsilon charged, each release in its own unit (a pair-unit bound)
+	Rho      float64 // total zCDP rho charged (own units)
 	Releases int     // number of recorded releases (0-cost ones included)
 	Seeded   int     // how many of them used a seeded generator (no guarantee)
+	// PartySpent is the sum of the bounded party-unit costs (PartyCost) of
+	// the user's releases; PartyUnbounded counts the releases whose party
+	// cost is unbounded (then the party-unit total, PartyTotal, is +Inf).
+	PartySpent     float64
+	PartyUnbounded int
+}
+
+// PartyTotal is the user's party-unit epsilon: PartySpent, or +Inf when
+// some release's party cost is unbounded.
+func (s Spend) PartyTotal() float64 {
+	if s.PartyUnbounded > 0 {
+		return math.Inf(1)
+	}
+	return s.PartySpent
 }
 
 // Exposure is what a coalition of users can learn about a protected party
@@ -217,8 +282,11 @@ type BudgetStore interface {
 	//     another Model or K). Keys are looked up within r's provenance
 	//     only: a release of the other provenance holding the same key is
 	//     ignored, never returned;
-	//   - otherwise, if spent(user)+r.Cost > cap.Eps or rho(user)+r.Rho >
-	//     cap.Rho, it returns a *BudgetError and records nothing;
+	//   - otherwise, if spent(user)+r.Cost > cap.Eps, rho(user)+r.Rho >
+	//     cap.Rho or party(user)+r.PartyCost > cap.PartyEps (party(user)
+	//     is +Inf once a release with an unbounded party cost is recorded,
+	//     so under a finite cap.PartyEps an unbounded release is refused),
+	//     it returns a *BudgetError and records nothing;
 	//   - otherwise it records the release, adds r.Cost and r.Rho to the
 	//     user's totals, and commits (the influencers are recorded with the
 	//     release; Exposure adds the release to exposure(w) when it next runs).
@@ -314,8 +382,8 @@ func checkText(what, s string, allowEmpty bool) error {
 }
 
 func checkCap(c Cap) error {
-	if math.IsNaN(c.Eps) || c.Eps < 0 || math.IsNaN(c.Rho) || c.Rho < 0 {
-		return invalid("cap eps=%v rho=%v (want >= 0; +Inf for none)", c.Eps, c.Rho)
+	if math.IsNaN(c.Eps) || c.Eps < 0 || math.IsNaN(c.Rho) || c.Rho < 0 || math.IsNaN(c.PartyEps) || c.PartyEps < 0 {
+		return invalid("cap eps=%v rho=%v party eps=%v (want >= 0; +Inf for none)", c.Eps, c.Rho, c.PartyEps)
 	}
 	return nil
 }
@@ -347,6 +415,14 @@ func normalize(r Release, now time.Time) (Release, error) {
 	}
 	if !r.Unit.Valid() {
 		return r, invalid("release for %q: unknown privacy unit %v (want privunit.Party or privunit.Pair)", r.User, r.Unit)
+	}
+	switch {
+	case r.Unit == privunit.Party && r.PartyCost == 0:
+		r.PartyCost = r.Cost
+	case r.Unit == privunit.Party && r.PartyCost != r.Cost:
+		return r, invalid("release for %q: party-unit release with party cost %v != cost %v", r.User, r.PartyCost, r.Cost)
+	case math.IsNaN(r.PartyCost) || !(r.PartyCost >= r.Cost):
+		return r, invalid("release for %q: %v-unit release with party cost %v (want >= cost %v, or ledger.Unbounded when unknown)", r.User, r.Unit, r.PartyCost, r.Cost)
 	}
 	if len(r.List) > r.K {
 		return r, invalid("release for %q: list of %d labels is longer than k=%d", r.User, len(r.List), r.K)

@@ -20,7 +20,7 @@ func (s *sqlStore) Latest(ctx context.Context, user, model string, k int, prov P
 	found := false
 	err = s.b.read(ctx, func(q querier) error {
 		var err error
-		rel, err = scanReleaseFor(q.queryRow(ctx, "SELECT "+releaseColsFor(s.noUnit)+" FROM releases WHERE user_id = ? AND model = ? AND k = ? AND seeded = ? ORDER BY id DESC LIMIT 1", user, model, k, seeded), s.noUnit)
+		rel, err = scanReleaseFor(q.queryRow(ctx, "SELECT "+releaseColsFor(s.schema)+" FROM releases WHERE user_id = ? AND model = ? AND k = ? AND seeded = ? ORDER BY id DESC LIMIT 1", user, model, k, seeded), s.schema)
 		if errors.Is(err, errNoRows) {
 			return nil
 		}
@@ -50,7 +50,7 @@ func (s *sqlStore) LatestBatch(ctx context.Context, users []string, model string
 		for _, u := range part {
 			args = append(args, u)
 		}
-		q := "SELECT " + releaseColsFor(s.noUnit) + " FROM releases WHERE model = ? AND k = ? AND seeded = ? AND user_id IN (?" + strings.Repeat(", ?", len(part)-1) + ") ORDER BY id"
+		q := "SELECT " + releaseColsFor(s.schema) + " FROM releases WHERE model = ? AND k = ? AND seeded = ? AND user_id IN (?" + strings.Repeat(", ?", len(part)-1) + ") ORDER BY id"
 		err := s.b.read(ctx, func(qr querier) error {
 			rs, err := qr.query(ctx, q, args...)
 			if err != nil {
@@ -58,7 +58,7 @@ func (s *sqlStore) LatestBatch(ctx context.Context, users []string, model string
 			}
 			defer rs.Close()
 			for rs.Next() {
-				rel, err := scanReleaseFor(rs, s.noUnit)
+				rel, err := scanReleaseFor(rs, s.schema)
 				if err != nil {
 					return err
 				}
@@ -79,12 +79,12 @@ func (s *sqlStore) LatestBatch(ctx context.Context, users []string, model string
 func (s *sqlStore) Budget(ctx context.Context, user string) (Spend, error) {
 	sp := Spend{User: user}
 	err := s.b.read(ctx, func(q querier) error {
-		var rel, seeded int64
-		err := q.queryRow(ctx, "SELECT spent, rho, releases, seeded FROM spend WHERE user_id = ?", user).Scan(&sp.Spent, &sp.Rho, &rel, &seeded)
+		var rel, seeded, unb int64
+		err := q.queryRow(ctx, "SELECT spent, rho, releases, seeded, "+spendPartyCols(s.schema)+" FROM spend WHERE user_id = ?", user).Scan(&sp.Spent, &sp.Rho, &rel, &seeded, &sp.PartySpent, &unb)
 		if errors.Is(err, errNoRows) {
 			return nil
 		}
-		sp.Releases, sp.Seeded = int(rel), int(seeded)
+		sp.Releases, sp.Seeded, sp.PartyUnbounded = int(rel), int(seeded), int(unb)
 		return err
 	})
 	return sp, err
@@ -94,18 +94,18 @@ func (s *sqlStore) Users(ctx context.Context) ([]Spend, error) {
 	var out []Spend
 	err := s.b.read(ctx, func(q querier) error {
 		out = nil
-		rs, err := q.query(ctx, "SELECT user_id, spent, rho, releases, seeded FROM spend WHERE releases > 0")
+		rs, err := q.query(ctx, "SELECT user_id, spent, rho, releases, seeded, "+spendPartyCols(s.schema)+" FROM spend WHERE releases > 0")
 		if err != nil {
 			return err
 		}
 		defer rs.Close()
 		for rs.Next() {
 			var sp Spend
-			var rel, seeded int64
-			if err := rs.Scan(&sp.User, &sp.Spent, &sp.Rho, &rel, &seeded); err != nil {
+			var rel, seeded, unb int64
+			if err := rs.Scan(&sp.User, &sp.Spent, &sp.Rho, &rel, &seeded, &sp.PartySpent, &unb); err != nil {
 				return err
 			}
-			sp.Releases, sp.Seeded = int(rel), int(seeded)
+			sp.Releases, sp.Seeded, sp.PartyUnbounded = int(rel), int(seeded), int(unb)
 			out = append(out, sp)
 		}
 		return rs.Err()
@@ -115,4 +115,14 @@ func (s *sqlStore) Users(ctx context.Context) ([]Spend, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].User < out[j].User })
 	return out, nil
+}
+
+// spendPartyCols are the spend columns of the party-unit totals (constants
+// for a store at a schema before partySchema: its releases are party-unit,
+// tests only).
+func spendPartyCols(v schemaLevel) string {
+	if !v.hasParty() {
+		return "spent, 0"
+	}
+	return "party_spent, party_unbounded"
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/dplp/dplp/privunit"
 )
 
 // The two stores share all SQL below; a backend supplies transactions and
@@ -63,9 +65,10 @@ type sqlStore struct {
 	b        backend
 	now      func() time.Time
 	readOnly bool // OpenOptions.ReadOnly: writes fail, Exposure folds in memory
-	// noUnit: the store was opened at a schema before releases.unit
-	// (openAt with upto < 6, tests only); its releases are party-unit.
-	noUnit bool
+	// schema is the schema the store was opened at (openAt: tests open
+	// older stores, without the later columns; their releases are
+	// party-unit); 0 or LatestSchema otherwise.
+	schema schemaLevel
 }
 
 // timeFormat is fixed width so that stored times sort as text.
@@ -81,19 +84,23 @@ func parseTime(s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-const releaseCols = releaseColsNoUnit + ", unit"
+const releaseCols = releaseColsNoUnit + ", unit, " + partyCostCol
 
-func scanRelease(r row) (Release, error) { return scanReleaseFor(r, false) }
+func scanRelease(r row) (Release, error) { return scanReleaseFor(r, 0) }
 
-// scanReleaseFor scans releaseColsFor(noUnit).
-func scanReleaseFor(r row, noUnit bool) (Release, error) {
+// scanReleaseFor scans releaseColsFor(v).
+func scanReleaseFor(r row, v schemaLevel) (Release, error) {
 	var rel Release
 	var list, infl, created string
 	unit := "party"
 	var seeded int64
+	partyCost := -2.0 // not stored: Cost for party-unit releases
 	dest := []any{&rel.ID, &rel.User, &rel.Model, &rel.K, &list, &rel.EpsP, &rel.Cost, &rel.Rho, &seeded, &rel.IdemKey, &created, &infl}
-	if !noUnit {
+	if v.hasUnit() {
 		dest = append(dest, &unit)
+	}
+	if v.hasParty() {
+		dest = append(dest, &partyCost)
 	}
 	if err := r.Scan(dest...); err != nil {
 		return rel, err
@@ -103,6 +110,14 @@ func scanReleaseFor(r row, noUnit bool) (Release, error) {
 		return rel, fmt.Errorf("ledger: release %d: %w", rel.ID, err)
 	}
 	rel.Unit = u
+	switch {
+	case partyCost >= 0 || partyCost == -1:
+		rel.PartyCost = partyCostOf(partyCost)
+	case u == privunit.Party:
+		rel.PartyCost = rel.Cost
+	default:
+		rel.PartyCost = Unbounded
+	}
 	rel.Seeded = seeded != 0
 	if err := json.Unmarshal([]byte(list), &rel.List); err != nil {
 		return rel, fmt.Errorf("ledger: release %d: stored list: %w", rel.ID, err)

@@ -31,8 +31,9 @@ func TestConcurrentCharges(t *testing.T) {
 			name string
 			cap  Cap
 		}{
-			{"eps-cap", Cap{Eps: 20, Rho: math.Inf(1)}},
-			{"rho-cap", Cap{Eps: math.Inf(1), Rho: 2}},
+			{"eps-cap", Cap{Eps: 20, Rho: math.Inf(1), PartyEps: math.Inf(1)}},
+			{"rho-cap", Cap{Eps: math.Inf(1), Rho: 2, PartyEps: math.Inf(1)}},
+			{"party-cap", Cap{Eps: math.Inf(1), Rho: math.Inf(1), PartyEps: 20}},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -81,14 +82,14 @@ func TestConcurrentCharges(t *testing.T) {
 				if sp.Spent != sumCost || sp.Rho != sumRho || sp.Releases != fresh {
 					t.Fatalf("store says spent=%v rho=%v releases=%d; returned lists cost %v, rho %v, %d lists", sp.Spent, sp.Rho, sp.Releases, sumCost, sumRho, fresh)
 				}
-				if sp.Spent > c.cap.Eps || sp.Rho > c.cap.Rho {
+				if sp.Spent > c.cap.Eps || sp.Rho > c.cap.Rho || sp.PartyTotal() > c.cap.PartyEps || sp.PartySpent != sumCost {
 					t.Fatalf("over the cap: %+v > %+v", sp, c.cap)
 				}
 				if refused == 0 || fresh+refused != goroutines*perG {
 					t.Fatalf("fresh %d refused %d: the cap should have refused some of %d", fresh, refused, goroutines*perG)
 				}
 				// The refusals left room for no cost-1 or rho-0.5 release at most.
-				if c.cap.Eps-sp.Spent >= 1 && c.cap.Rho-sp.Rho >= 0.5 {
+				if c.cap.Eps-sp.Spent >= 1 && c.cap.Rho-sp.Rho >= 0.5 && c.cap.PartyEps-sp.PartySpent >= 1 {
 					t.Fatalf("refused %d charges while %v eps and %v rho remained", refused, c.cap.Eps-sp.Spent, c.cap.Rho-sp.Rho)
 				}
 				if got := len(releaseIDs(t, s)); got < fresh {
@@ -292,7 +293,7 @@ func TestIdempotency(t *testing.T) {
 			t.Fatalf("charged twice: %+v", sp)
 		}
 		// A replay is not refused by an exhausted budget.
-		if _, fresh, err := s.Charge(ctx, r, Cap{0, 0}); err != nil || fresh {
+		if _, fresh, err := s.Charge(ctx, r, Cap{0, 0, 0}); err != nil || fresh {
 			t.Fatalf("replay under exhausted cap: fresh=%v err=%v", fresh, err)
 		}
 		// Same key, other user: independent.
@@ -577,8 +578,10 @@ func TestInvalidInputs(t *testing.T) {
 		{"bad UTF-8 label", mod(func(r *Release) { r.List = []string{"\xfe"} }), Unlimited, "UTF-8"},
 		{"list longer than k", mod(func(r *Release) { r.K = 1 }), Unlimited, "longer than k"},
 		{"empty influencer", mod(func(r *Release) { r.Influencers = []string{""} }), Unlimited, "influencer"},
-		{"nan cap", good, Cap{math.NaN(), 1}, "cap"},
-		{"negative cap", good, Cap{1, -1}, "cap"},
+		{"nan cap", good, Cap{math.NaN(), 1, 1}, "cap"},
+		{"nan party cap", good, Cap{1, 1, math.NaN()}, "cap"},
+		{"negative party cap", good, Cap{1, 1, -1}, "cap"},
+		{"negative cap", good, Cap{1, -1, 1}, "cap"},
 	}
 	eachStore(t, func(t *testing.T, fx fixture) {
 		ctx := ctxT(t)
@@ -664,7 +667,7 @@ func TestChargeBatch(t *testing.T) {
 			dup, dup,                 // refused by budget, both (a has no budget left)
 			testRelease("c", "1", 0.5),
 		}
-		res, err := s.ChargeBatch(ctx, rs, Cap{2, math.Inf(1)})
+		res, err := s.ChargeBatch(ctx, rs, Cap{2, math.Inf(1), math.Inf(1)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -681,7 +684,7 @@ func TestChargeBatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []Spend{{User: "a", Spent: 2, Rho: 1, Releases: 2}, {User: "b", Spent: 1, Rho: 0.5, Releases: 1}, {User: "c", Spent: 0.5, Rho: 0.125, Releases: 1}}
+		want := []Spend{{User: "a", Spent: 2, Rho: 1, Releases: 2, PartySpent: 2}, {User: "b", Spent: 1, Rho: 0.5, Releases: 1, PartySpent: 1}, {User: "c", Spent: 0.5, Rho: 0.125, Releases: 1, PartySpent: 0.5}}
 		if !reflect.DeepEqual(us, want) {
 			t.Fatalf("users %+v, want %+v", us, want)
 		}

@@ -19,26 +19,28 @@ const unitMigration = `ALTER TABLE releases ADD COLUMN unit TEXT NOT NULL DEFAUL
 // unitSchema is the schema version that added releases.unit.
 const unitSchema = 6
 
-// releaseColsNoUnit are the releases columns Release is read from, without
-// the unit (releaseCols adds it).
+// releaseColsNoUnit are the releases columns Release is read from at a
+// schema before unitSchema (releaseColsFor adds the later ones).
 const releaseColsNoUnit = "id, user_id, model, k, list, eps_p, cost, rho, seeded, COALESCE(idem_key, ''), created, influencers"
 
-// releaseColsFor is releaseCols, or releaseColsNoUnit for a store at a
-// schema before unitSchema.
-func releaseColsFor(noUnit bool) string {
-	if noUnit {
+// releaseColsFor is releaseCols, without the columns a store at schema
+// level v lacks.
+func releaseColsFor(v schemaLevel) string {
+	switch {
+	case !v.hasUnit():
 		return releaseColsNoUnit
+	case !v.hasParty():
+		return releaseColsNoUnit + ", unit"
 	}
 	return releaseCols
 }
 
-// atSchema marks a store opened at schema upto (openAt) as one without the
-// unit column when upto < unitSchema: only tests open stores at older
-// schemas; OpenWith migrates to LatestSchema.
+// atSchema records the schema upto a store was opened at (openAt): only
+// tests open stores at older schemas; OpenWith migrates to LatestSchema.
 func atSchema(upto int) func(*sqlStore, error) (*sqlStore, error) {
 	return func(s *sqlStore, err error) (*sqlStore, error) {
-		if err == nil && upto < unitSchema {
-			s.noUnit = true
+		if err == nil {
+			s.schema = schemaLevel(upto)
 		}
 		return s, err
 	}
@@ -57,13 +59,17 @@ func parseUnitCol(s string) (privunit.Unit, error) {
 
 // UnitSpend is the spending recorded under one privacy unit, over every
 // user: the sums of Cost and Rho of its releases (each in that unit), how
-// many releases, and how many of them were seeded (no guarantee).
+// many releases, and how many of them were seeded (no guarantee). PartySpent
+// is the sum of their bounded party-unit costs (Release.PartyCost) and
+// PartyUnbounded the number whose party cost is unbounded.
 type UnitSpend struct {
-	Unit     privunit.Unit
-	Spent    float64
-	Rho      float64
-	Releases int
-	Seeded   int
+	Unit           privunit.Unit
+	Spent          float64
+	Rho            float64
+	Releases       int
+	Seeded         int
+	PartySpent     float64
+	PartyUnbounded int
 }
 
 // UnitSpender is implemented by stores that report spending per privacy
@@ -80,18 +86,23 @@ func (s *sqlStore) SpendByUnit(ctx context.Context) ([]UnitSpend, error) {
 	var out []UnitSpend
 	err := s.b.snapshot(ctx, func(q querier) error {
 		out = out[:0]
-		rs, err := q.query(ctx, "SELECT unit, COUNT(*), COALESCE(SUM(cost), 0), COALESCE(SUM(rho), 0), COALESCE(SUM(seeded), 0) FROM releases GROUP BY unit")
+		party := "COALESCE(SUM(party_cost), 0), COALESCE(SUM(CASE WHEN party_cost IS NULL THEN 1 ELSE 0 END), 0)"
+		if !s.schema.hasParty() {
+			party = "COALESCE(SUM(CASE WHEN unit = 'party' THEN cost ELSE 0 END), 0), COALESCE(SUM(CASE WHEN unit = 'party' THEN 0 ELSE 1 END), 0)"
+		}
+		rs, err := q.query(ctx, "SELECT unit, COUNT(*), COALESCE(SUM(cost), 0), COALESCE(SUM(rho), 0), COALESCE(SUM(seeded), 0), "+party+" FROM releases GROUP BY unit")
 		if err != nil {
 			return err
 		}
 		defer rs.Close()
 		for rs.Next() {
 			var name string
-			var n, seeded int64
+			var n, seeded, unb int64
 			var us UnitSpend
-			if err := rs.Scan(&name, &n, &us.Spent, &us.Rho, &seeded); err != nil {
+			if err := rs.Scan(&name, &n, &us.Spent, &us.Rho, &seeded, &us.PartySpent, &unb); err != nil {
 				return err
 			}
+			us.PartyUnbounded = int(unb)
 			if us.Unit, err = parseUnitCol(name); err != nil {
 				return fmt.Errorf("ledger: %w", err)
 			}

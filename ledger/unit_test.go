@@ -15,31 +15,31 @@ func TestReleaseUnit(t *testing.T) {
 		ctx := ctxT(t)
 		s := fx.open(t)
 		pair := testRelease("u", "pair", 1)
-		pair.Unit, pair.IdemKey = privunit.Pair, "client:1"
+		pair.Unit, pair.IdemKey, pair.PartyCost = privunit.Pair, "client:1", 3
 		party := testRelease("v", "party", 0.5)
 		got, fresh, err := s.Charge(ctx, pair, Unlimited)
-		if err != nil || !fresh || got.Unit != privunit.Pair {
+		if err != nil || !fresh || got.Unit != privunit.Pair || got.PartyCost != 3 {
 			t.Fatalf("charge pair: %+v %v %v", got, fresh, err)
 		}
-		if got, _, err := s.Charge(ctx, party, Unlimited); err != nil || got.Unit != privunit.Party {
+		if got, _, err := s.Charge(ctx, party, Unlimited); err != nil || got.Unit != privunit.Party || got.PartyCost != 0.5 {
 			t.Fatalf("charge party: %+v %v", got, err)
 		}
 		// Retry under the key: the stored release, with its unit.
-		if again, fresh, err := s.Charge(ctx, pair, Unlimited); err != nil || fresh || again.Unit != privunit.Pair || again.ID != got.ID && again.ID == 0 {
+		if again, fresh, err := s.Charge(ctx, pair, Unlimited); err != nil || fresh || again.Unit != privunit.Pair || again.PartyCost != 3 || again.ID != got.ID && again.ID == 0 {
 			t.Fatalf("idempotent retry: %+v %v %v", again, fresh, err)
 		}
-		if l, ok, err := s.Latest(ctx, "u", pair.Model, pair.K, Crypto); err != nil || !ok || l.Unit != privunit.Pair {
+		if l, ok, err := s.Latest(ctx, "u", pair.Model, pair.K, Crypto); err != nil || !ok || l.Unit != privunit.Pair || l.PartyCost != 3 {
 			t.Fatalf("Latest: %+v %v %v", l, ok, err)
 		}
 		m, err := s.LatestBatch(ctx, []string{"u", "v"}, pair.Model, pair.K, Crypto)
-		if err != nil || m["u"].Unit != privunit.Pair || m["v"].Unit != privunit.Party {
+		if err != nil || m["u"].Unit != privunit.Pair || m["v"].Unit != privunit.Party || m["u"].PartyCost != 3 || m["v"].PartyCost != 0.5 {
 			t.Fatalf("LatestBatch: %+v %v", m, err)
 		}
 		us, err := s.(UnitSpender).SpendByUnit(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := []UnitSpend{{Unit: privunit.Party, Spent: 0.5, Rho: 0.125, Releases: 1}, {Unit: privunit.Pair, Spent: 1, Rho: 0.5, Releases: 1}}
+		want := []UnitSpend{{Unit: privunit.Party, Spent: 0.5, Rho: 0.125, Releases: 1, PartySpent: 0.5}, {Unit: privunit.Pair, Spent: 1, Rho: 0.5, Releases: 1, PartySpent: 3}}
 		if len(us) != 2 || us[0] != want[0] || us[1] != want[1] {
 			t.Fatalf("SpendByUnit = %+v, want %+v", us, want)
 		}
@@ -71,7 +71,7 @@ func TestUnitMigration(t *testing.T) {
 		}
 		// Negative control: a pair-unit release cannot be recorded there.
 		pr := testRelease("u", "pair", 1)
-		pr.Unit = privunit.Pair
+		pr.Unit, pr.PartyCost = privunit.Pair, Unbounded
 		if _, _, err := old.Charge(ctx, pr, Unlimited); err == nil {
 			t.Fatal("schema 5 store recorded a pair-unit release")
 		}

@@ -50,6 +50,11 @@ var maxProblems = 100
 //     a JSON array of at most k labels, and cost <= k x eps_p whenever
 //     eps_p is recorded (> 0): a list costs eps_p per random pick, at most
 //     k picks;
+//   - the party-unit costs (schema 7): a party-unit release's party_cost
+//     equals its cost, a pair-unit release's is NULL (unbounded) or >=
+//     its cost; every spend row's party_spent and party_unbounded equal
+//     the sum of the user's bounded party costs and the number of
+//     unbounded ones;
 //   - every exposure row: eps and rho finite and >= 0.
 //
 // The error is non-nil only when the store could not be read; problems
@@ -90,6 +95,8 @@ func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 type userSums struct {
 	spent, rho       float64
 	releases, seeded int64
+	partySpent       float64
+	partyUnb         int64
 }
 
 func verifyTx(ctx context.Context, q querier, dialect string, rep *VerifyReport) error {
@@ -134,7 +141,12 @@ func verifyTx(ctx context.Context, q querier, dialect string, rep *VerifyReport)
 
 	// Releases, summed per user in id order (the order charges add them).
 	sums := map[string]*userSums{}
-	rs, err = q.query(ctx, "SELECT id, user_id, k, eps_p, cost, rho, seeded, list FROM releases ORDER BY id")
+	party := v >= partySchema // a store at an older version is reported above
+	cols := "id, user_id, k, eps_p, cost, rho, seeded, list"
+	if party {
+		cols += ", unit, " + partyCostCol
+	}
+	rs, err = q.query(ctx, "SELECT "+cols+" FROM releases ORDER BY id")
 	if err != nil {
 		return err
 	}
@@ -142,7 +154,12 @@ func verifyTx(ctx context.Context, q querier, dialect string, rep *VerifyReport)
 		var id, k, seeded int64
 		var user, list string
 		var epsP, cost, rho float64
-		if err := rs.Scan(&id, &user, &k, &epsP, &cost, &rho, &seeded, &list); err != nil {
+		unit, partyCost := "party", -1.0
+		dest := []any{&id, &user, &k, &epsP, &cost, &rho, &seeded, &list}
+		if party {
+			dest = append(dest, &unit, &partyCost)
+		}
+		if err := rs.Scan(dest...); err != nil {
 			rs.Close()
 			return err
 		}
@@ -160,6 +177,15 @@ func verifyTx(ctx context.Context, q querier, dialect string, rep *VerifyReport)
 		case epsP > 0 && cost > float64(k)*epsP*(1+1e-9):
 			rep.add(where, "cost %g exceeds k x eps_p = %d x %g = %g (a list costs eps_p per random pick, at most k picks)", cost, k, epsP, float64(k)*epsP)
 		}
+		if party {
+			pc := partyCostOf(partyCost)
+			switch {
+			case unit == "party" && pc != cost:
+				rep.add(where, "party-unit release with party cost %v != cost %v", pc, cost)
+			case unit == "pair" && !(pc >= cost):
+				rep.add(where, "pair-unit release with party cost %v below its cost %v (a party-unit bound is never below the pair-unit one)", pc, cost)
+			}
+		}
 		var labels []string
 		if err := json.Unmarshal([]byte(list), &labels); err != nil {
 			rep.add(where, "stored list is not a JSON array of strings: %v", err)
@@ -173,6 +199,9 @@ func verifyTx(ctx context.Context, q querier, dialect string, rep *VerifyReport)
 		}
 		u.spent += cost
 		u.rho += rho
+		if party {
+			addParty(&u.partySpent, &u.partyUnb, partyCostOf(partyCost))
+		}
 		u.releases++
 		if seeded != 0 {
 			u.seeded++
@@ -184,7 +213,11 @@ func verifyTx(ctx context.Context, q querier, dialect string, rep *VerifyReport)
 	}
 
 	// Spend rows against the sums.
-	rs, err = q.query(ctx, "SELECT user_id, spent, rho, releases, seeded FROM spend")
+	spendCols := "user_id, spent, rho, releases, seeded"
+	if party {
+		spendCols += ", party_spent, party_unbounded"
+	}
+	rs, err = q.query(ctx, "SELECT "+spendCols+" FROM spend")
 	if err != nil {
 		return err
 	}
@@ -192,8 +225,13 @@ func verifyTx(ctx context.Context, q querier, dialect string, rep *VerifyReport)
 	for rs.Next() {
 		var user string
 		var spent, rho float64
-		var releases, seeded int64
-		if err := rs.Scan(&user, &spent, &rho, &releases, &seeded); err != nil {
+		var releases, seeded, partyUnb int64
+		var partySpent float64
+		dest := []any{&user, &spent, &rho, &releases, &seeded}
+		if party {
+			dest = append(dest, &partySpent, &partyUnb)
+		}
+		if err := rs.Scan(dest...); err != nil {
 			rs.Close()
 			return err
 		}
@@ -224,6 +262,12 @@ func verifyTx(ctx context.Context, q querier, dialect string, rep *VerifyReport)
 		}
 		if seeded != u.seeded {
 			rep.add(where, "seeded %d, but %d seeded releases are recorded for the user", seeded, u.seeded)
+		}
+		if party && (!finite(partySpent) || partySpent < 0 || !near(partySpent, u.partySpent)) {
+			rep.add(where, "party-unit spent %g, but the user's releases' bounded party-unit costs are %g in total", partySpent, u.partySpent)
+		}
+		if party && partyUnb != u.partyUnb {
+			rep.add(where, "party_unbounded %d, but %d releases with an unbounded party-unit cost are recorded for the user", partyUnb, u.partyUnb)
 		}
 	}
 	rs.Close()

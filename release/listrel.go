@@ -2,12 +2,15 @@ package release
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 
 	"github.com/dplp/dplp/accountant"
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/ledger"
 	"github.com/dplp/dplp/mech/list"
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/privunit"
@@ -52,6 +55,46 @@ type listRel struct {
 	spec model.ListSpec
 	unit privunit.Unit
 	ev   *score.Scorer // evidence scorer (== the base scorer when the kinds agree)
+
+	// The party-unit l1 bounds of a pair-unit model's JC/PA evidence, for
+	// every node (Evidence counts every party per call for these kinds):
+	// computed on the first list that needs one.
+	partyOnce sync.Once
+	partyTab  []score.EvidenceBound
+}
+
+// Party-unit cost (docs/privacy-model.md §16.7.1). A pair-unit list of cost
+// eps adds Laplace noise of scale b = L1_pair(u)/eps to the evidence
+// vector, whose l1 change between party-unit neighbours is at most
+// L1_party(u) (an invariant bound, like L1_pair(u)); the Laplace mechanism
+// at scale b is therefore L1_party(u)/b-DP under the party unit:
+// eps x L1_party(u)/L1_pair(u). The ledger records it as the release's
+// PartyCost and caps it with the party-unit cap.
+
+// partyL1 is Evidence(u, Party).L1 of the evidence score.
+func (lr *listRel) partyL1(u int32) float64 {
+	if k := lr.ev.Kind(); k == score.JC || k == score.PA {
+		lr.partyOnce.Do(func() { lr.partyTab = lr.ev.EvidenceTable(privunit.Party) })
+		return lr.partyTab[u].L1
+	}
+	return lr.ev.Evidence(u, privunit.Party).L1
+}
+
+// partyCost is the party-unit epsilon of u's list charged cost (eps or 0)
+// whose evidence was released at scale l1/eps, l1 = Evidence(u, unit).L1
+// (the outcome's Delta): cost for a party-unit model or a free list, else
+// cost x L1_party(u)/l1 (>= cost: a pair is a subset of one party's pairs;
+// computed as cost x ratio, ratio >= 1, so rounding never takes it below
+// cost), ledger.Unbounded when the party bound is not finite.
+func (lr *listRel) partyCost(u int32, cost, l1 float64) float64 {
+	if cost == 0 || lr.unit == privunit.Party {
+		return cost
+	}
+	pl := lr.partyL1(u)
+	if !(l1 > 0) || math.IsNaN(pl) || math.IsInf(pl, 0) {
+		return ledger.Unbounded
+	}
+	return cost * max(1, pl/l1)
 }
 
 // listWorker is one goroutine's buffers for list releases.

@@ -2,6 +2,8 @@ package release_test
 
 import (
 	"context"
+	"errors"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/release"
+	"github.com/dplp/dplp/score"
 )
 
 // listModel is a dplp-list model for the fixture graph (the default
@@ -185,5 +188,112 @@ func TestListReleaseSeeded(t *testing.T) {
 	// The exact sampler is refused for list models.
 	if _, err := release.New(m, g, p, release.WithSeed(1), release.WithExactSampler()); err == nil {
 		t.Fatal("exact sampler accepted for a dplp-list model")
+	}
+}
+
+// Every dplp-list release records its party-unit cost: eps for a
+// party-unit model, eps x L1_party(u)/L1_pair(u) of the evidence score for
+// a pair-unit one (0 for a free list); a party-unit cap refuses the lists
+// whose party cost would exceed it although the own-unit cap allows them.
+func TestListPartyCost(t *testing.T) {
+	g, p, pm := fixture(t)
+	ctx := context.Background()
+	users := allUsers(g)[:120]
+	labels := make([]string, len(users))
+	for i, u := range users {
+		labels[i] = g.Label(u)
+	}
+	ev, err := score.New(g, p, score.CN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantParty := func(unit privunit.Unit, u int32, cost float64) float64 {
+		if unit == privunit.Party || cost == 0 {
+			return cost
+		}
+		return cost * max(1, ev.Evidence(u, privunit.Party).L1/ev.Evidence(u, privunit.Pair).L1)
+	}
+	var pairCosts []float64
+	for _, tc := range []struct {
+		name string
+		m    *model.Model
+		unit privunit.Unit
+	}{{"pair list", listModel(t, privunit.Pair, 1), privunit.Pair}, {"party list", listModel(t, privunit.Party, 1), privunit.Party}, {"per-pick", pm, privunit.Party}} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := openLedger(t)
+			rec, err := release.New(tc.m, g, p, release.WithStore(st))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := rec.Recommend(ctx, labels, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			above := 0
+			for i, r := range res {
+				rel, ok, err := st.Latest(ctx, r.User, rec.ModelID(), 10, ledger.Crypto)
+				if err != nil || !ok {
+					t.Fatalf("%s: %v %v", r.User, ok, err)
+				}
+				want := r.Cost
+				if tc.m.Variant == model.VariantList {
+					want = wantParty(tc.unit, users[i], r.Cost)
+				}
+				if math.Abs(rel.PartyCost-want) > 1e-12*want || rel.PartyCost < rel.Cost {
+					t.Fatalf("%s: party cost %v, want %v (cost %v)", r.User, rel.PartyCost, want, rel.Cost)
+				}
+				if rel.PartyCost > rel.Cost {
+					above++
+				}
+				if tc.unit == privunit.Pair {
+					pairCosts = append(pairCosts, rel.PartyCost)
+				}
+			}
+			if tc.unit == privunit.Pair && above == 0 {
+				t.Fatal("no pair-unit list costs more under the party unit: the fixture does not discriminate")
+			}
+			if tc.unit == privunit.Party && above != 0 {
+				t.Fatalf("%d party-unit releases with party cost above cost", above)
+			}
+		})
+	}
+	// The party cap: between the smallest and the largest party cost of a
+	// pair-unit list; the own-unit cap (eps 1 per list) allows every list.
+	slices.Sort(pairCosts)
+	capP := pairCosts[len(pairCosts)-1] * 0.999
+	if !(capP >= 1) {
+		t.Fatalf("party costs %v", pairCosts)
+	}
+	st := openLedger(t)
+	rec, err := release.New(listModel(t, privunit.Pair, 1), g, p, release.WithStore(st),
+		release.WithCap(ledger.Cap{Eps: 1, Rho: math.Inf(1), PartyEps: capP}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := rec.Recommend(ctx, labels, 10)
+	var refusedErr *release.RefusedError
+	if err != nil && !errors.As(err, &refusedErr) {
+		t.Fatal(err)
+	}
+	refused := 0
+	for i, r := range res {
+		want := wantParty(privunit.Pair, users[i], 1)
+		switch {
+		case r.Err != nil:
+			var be *ledger.BudgetError
+			if !errors.As(r.Err, &be) || !be.PartyRefused() || !(want > capP) {
+				t.Fatalf("%s refused (party cost %v, cap %v): %v", r.User, want, capP, r.Err)
+			}
+			refused++
+		case r.Cost > 0 && want > capP:
+			t.Fatalf("%s: list of party cost %v released under the party cap %v", r.User, want, capP)
+		}
+	}
+	if refused == 0 {
+		t.Fatal("the party cap refused nothing")
+	}
+	// Invalid party caps are refused.
+	if _, err := release.New(pm, g, p, release.WithCap(ledger.Cap{Eps: 1, Rho: 1, PartyEps: math.NaN()})); err == nil {
+		t.Fatal("NaN party cap accepted")
 	}
 }

@@ -119,10 +119,14 @@ func WithStore(s Store) Option {
 	return func(r *Recommender) error { r.store = s; return nil }
 }
 
-// WithCap refuses fresh lists that would take a user past cap.
+// WithCap refuses fresh lists that would take a user past cap: c.Eps and
+// c.Rho cap the sums of the releases' own-unit costs, c.PartyEps the
+// party-unit total (every release's PartyCost; +Inf for no party cap). A
+// pair-unit dplp-list list's party cost is eps x L1_party(u)/L1_pair(u),
+// so a finite PartyEps caps pair-unit lists under the party unit too.
 func WithCap(c ledger.Cap) Option {
 	return func(r *Recommender) error {
-		if !(c.Eps >= 0) || !(c.Rho >= 0) {
+		if !(c.Eps >= 0) || !(c.Rho >= 0) || !(c.PartyEps >= 0) {
 			return fmt.Errorf("release: invalid budget cap %+v", c)
 		}
 		r.cap = c
@@ -449,7 +453,8 @@ func (r *Recommender) ledgerRelease(u int32, k int, out Outcome, idem string) le
 		// model's unit; seeded lists are charged as crypto ones.
 		ch := accountant.PureList(out.ListEps)
 		rel := ledger.Release{User: r.g.Label(u), Model: r.modelID, K: k, EpsP: r.list.spec.Eps, List: list,
-			Cost: ch.Eps, Rho: ch.Rho, Seeded: r.seed != nil, IdemKey: idem, Unit: r.list.unit}
+			Cost: ch.Eps, Rho: ch.Rho, Seeded: r.seed != nil, IdemKey: idem, Unit: r.list.unit,
+			PartyCost: r.list.partyCost(u, ch.Eps, out.Delta)}
 		if ch.Eps > 0 && r.store != nil && !r.noExposure {
 			rel.Influencers = r.infl.of(u)
 		}
@@ -462,7 +467,7 @@ func (r *Recommender) ledgerRelease(u int32, k int, out Outcome, idem string) le
 		gu.Eps = 0 // non-private: nothing meaningful to charge; the ledger stores finite costs
 	}
 	rel := ledger.Release{User: r.g.Label(u), Model: r.modelID, K: k, EpsP: r.cfg.Eps, List: list,
-		Cost: gu.Eps, Rho: gu.Rho, Seeded: r.seed != nil, IdemKey: idem}
+		Cost: gu.Eps, Rho: gu.Rho, Seeded: r.seed != nil, IdemKey: idem, PartyCost: gu.Eps} // per-pick: party-unit
 	if out.Picks > 0 && r.store != nil && !r.noExposure {
 		rel.Influencers = r.infl.of(u)
 	}

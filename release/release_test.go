@@ -149,7 +149,7 @@ func TestChargeContract(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
 	eps := m.EpsP
-	rec, err := release.New(m, g, p, release.WithStore(st), release.WithCap(ledger.Cap{Eps: 12 * eps, Rho: math.Inf(1)}))
+	rec, err := release.New(m, g, p, release.WithStore(st), release.WithCap(ledger.Cap{Eps: 12 * eps, Rho: math.Inf(1), PartyEps: math.Inf(1)}))
 	if err != nil {
 		t.Fatal(err)
 	}

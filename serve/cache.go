@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -265,6 +266,11 @@ func (c *cacheStore) ChargeBatch(ctx context.Context, rs []ledger.Release, cp le
 			// are serialised by the store), instead of reading them again.
 			e.v.Spent += x.Release.Cost
 			e.v.Rho += x.Release.Rho
+			if math.IsInf(x.Release.PartyCost, 1) {
+				e.v.PartyUnbounded++
+			} else {
+				e.v.PartySpent += x.Release.PartyCost
+			}
 			e.v.Releases++
 			if x.Release.Seeded {
 				e.v.Seeded++

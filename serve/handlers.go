@@ -379,10 +379,23 @@ func (s *Server) recs(w http.ResponseWriter, r *http.Request, fresh bool) *Probl
 		s.met.refusals.Inc()
 		pr := problem(BudgetExhaustedStatus, TypeBudgetExhausted, "")
 		var be *ledger.BudgetError
-		if len(res) == 1 && errors.As(res[0].Err, &be) {
+		switch {
+		case len(res) == 1 && errors.As(res[0].Err, &be) && be.PartyRefused():
+			// Refused by the party-unit cap: the figures are party-unit
+			// ones, written only when finite (JSON has no infinity).
+			pr.Detail = fmt.Sprintf("a fresh list would cost eps %g under the party unit; user %q has spent %g of a party-unit cap of %g (budgets never replenish)", be.PartyCost, label, be.PartySpent, be.Cap.PartyEps)
+			if math.IsInf(be.PartyCost, 1) {
+				pr.Detail = fmt.Sprintf("a fresh list's party-unit cost is unbounded; the party-unit cap of user %q is %g", label, be.Cap.PartyEps)
+			} else if math.IsInf(be.PartySpent, 1) {
+				pr.Detail = fmt.Sprintf("user %q's party-unit spending is unbounded (a list without a party-unit cost); the party-unit cap is %g", label, be.Cap.PartyEps)
+			}
+			if !math.IsInf(be.PartySpent, 1) && !math.IsInf(be.PartyCost, 1) {
+				pr.Spent, pr.Cost, pr.Cap = &be.PartySpent, &be.PartyCost, &be.Cap.PartyEps
+			}
+		case len(res) == 1 && errors.As(res[0].Err, &be):
 			pr.Detail = fmt.Sprintf("a fresh list would cost eps %g; user %q has spent %g of a cap of %g (budgets never replenish)", be.Cost, label, be.Spent, be.Cap.Eps)
 			pr.Spent, pr.Cost, pr.Cap = &be.Spent, &be.Cost, &be.Cap.Eps
-		} else {
+		default:
 			pr.Detail = fmt.Sprintf("user %q cannot pay for a fresh list", label)
 		}
 		return pr
@@ -431,6 +444,13 @@ type budgetResponse struct {
 	Cap       *float64 `json:"cap"`       // null: no cap
 	Releases  int      `json:"releases"`
 	Rho       float64  `json:"rho"`
+	// The party-unit total (null: unbounded, party_unbounded > 0 of the
+	// user's lists have no party-unit cost), its cap and what remains
+	// (null: no party cap).
+	PartySpent     *float64 `json:"party_spent"`
+	PartyUnbounded int      `json:"party_unbounded"`
+	PartyRemaining *float64 `json:"party_remaining"`
+	PartyCap       *float64 `json:"party_cap"`
 }
 
 func (s *Server) getBudget(w http.ResponseWriter, r *http.Request) *Problem {
@@ -445,10 +465,18 @@ func (s *Server) getBudget(w http.ResponseWriter, r *http.Request) *Problem {
 	if err != nil {
 		return s.internal(r, "budget lookup", err)
 	}
-	resp := budgetResponse{User: label, Spent: sp.Spent, Remaining: s.remaining(sp.Spent), Releases: sp.Releases, Rho: sp.Rho}
+	resp := budgetResponse{User: label, Spent: sp.Spent, Remaining: s.remaining(sp.Spent), Releases: sp.Releases, Rho: sp.Rho,
+		PartyUnbounded: sp.PartyUnbounded}
 	if !math.IsInf(s.cap.Eps, 1) {
 		c := s.cap.Eps
 		resp.Cap = &c
+	}
+	if pt := sp.PartyTotal(); !math.IsInf(pt, 1) {
+		resp.PartySpent = &pt
+	}
+	if c := s.cap.PartyEps; !math.IsInf(c, 1) {
+		r := max(0, c-sp.PartyTotal()) // 0 when unbounded
+		resp.PartyCap, resp.PartyRemaining = &c, &r
 	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
@@ -641,11 +669,24 @@ func (s *Server) precheck(ctx context.Context, rec *release.Recommender, label s
 	if err != nil {
 		return nil, err
 	}
-	if sp.Spent+c.Eps <= s.cap.Eps && sp.Rho+c.Rho <= s.cap.Rho {
+	// A list's party-unit cost is at least its own cost (eps x
+	// L1_party/L1_pair >= eps for a pair-unit list): c.Eps is a lower
+	// bound on it, exact for per-pick and party-unit lists.
+	if sp.Spent+c.Eps <= s.cap.Eps && sp.Rho+c.Rho <= s.cap.Rho && sp.PartyTotal()+c.Eps <= s.cap.PartyEps {
 		return nil, nil
 	}
 	s.met.refusals.Inc()
 	s.met.earlyRefusals.Inc()
+	if sp.Spent+c.Eps <= s.cap.Eps && sp.Rho+c.Rho <= s.cap.Rho { // the party-unit cap refuses
+		pt := sp.PartyTotal()
+		if math.IsInf(pt, 1) {
+			return problem(BudgetExhaustedStatus, TypeBudgetExhausted, fmt.Sprintf("user %q's party-unit spending is unbounded (a list without a party-unit cost); the party-unit cap is %g", label, s.cap.PartyEps)), nil
+		}
+		pr := problem(BudgetExhaustedStatus, TypeBudgetExhausted, fmt.Sprintf("a fresh list of %d costs at least eps %g under the party unit; user %q has spent %g of a party-unit cap of %g (budgets never replenish)", k, c.Eps, label, pt, s.cap.PartyEps))
+		cost, cp := c.Eps, s.cap.PartyEps
+		pr.Spent, pr.Cost, pr.Cap = &pt, &cost, &cp
+		return pr, nil
+	}
 	pr := problem(BudgetExhaustedStatus, TypeBudgetExhausted, fmt.Sprintf("a fresh list of %d costs up to eps %g; user %q has spent %g of a cap of %g (budgets never replenish)", k, c.Eps, label, sp.Spent, s.cap.Eps))
 	spent, cost, cp := sp.Spent, c.Eps, s.cap.Eps
 	pr.Spent, pr.Cost, pr.Cap = &spent, &cost, &cp

@@ -675,7 +675,7 @@ func TestStoreOpening(t *testing.T) {
 			json.Unmarshal([]byte(line), &start)
 		}
 	}
-	if start["store"] != ledger.Redact("sqlite:"+path) || start["cap_eps"] != 30.0 || start["privacy_unit"] != "party" ||
+	if start["store"] != ledger.Redact("sqlite:"+path) || start["cap_eps"] != 30.0 || start["cap_party_eps"] != "none" || start["privacy_unit"] != "party" ||
 		!strings.HasPrefix(fmt.Sprint(start["build"]), "dplp ") {
 		t.Fatalf("start-up log: %v\n%s", start, buf.String())
 	}

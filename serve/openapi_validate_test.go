@@ -423,7 +423,9 @@ func TestOpenAPIResponses(t *testing.T) {
 	)
 	modelPath, files := copyFixture(t)
 	// A cap of 3: two lists of 3 at eps_p 0.5 (remaining is a number).
-	s := newTestServer(t, func(cfg *Config) { files(cfg); cfg.UserBudget = 3; cfg.MaxBodyBytes = 256 })
+	// A party-unit cap above the own-unit one: the budget's party members
+	// are numbers (the per-pick model's lists cost their eps under it).
+	s := newTestServer(t, func(cfg *Config) { files(cfg); cfg.UserBudget = 3; cfg.UserPartyBudget = 100; cfg.MaxBodyBytes = 256 })
 	big := `{"user":"` + strings.Repeat("x", 300) + `"}`
 	token := func(s *testServer, user string) string {
 		ex := c.run(s, 201, "", req{method: post, target: "/v1/admin/users", token: adminTok, body: `{"user":` + jsonString(user) + `}`})
@@ -694,6 +696,8 @@ func TestOpenAPIValidatorCatches(t *testing.T) {
 		"budget: integer as a fraction":    alter(budget, func(m map[string]any) { m["releases"] = 1.5 }),
 		"budget: remaining of wrong type":  alter(budget, func(m map[string]any) { m["remaining"] = "lots" }),
 		"budget: undeclared member":        alter(budget, func(m map[string]any) { m["secret"] = "x" }),
+		"budget: party total removed":      alter(budget, func(m map[string]any) { delete(m, "party_unbounded") }),
+		"budget: party spent as a string":  alter(budget, func(m map[string]any) { m["party_spent"] = "unbounded" }),
 		"budget: other content type":       alter(budget, nil, "Content-Type", "text/plain"),
 		"budget: no X-Request-Id":          alter(budget, nil, "X-Request-Id", ""),
 		"budget: undocumented status":      func() exchange { e := budget; e.status = 418; return e }(),

@@ -115,6 +115,14 @@ type Config struct {
 	// rho; an (eps, delta) budget converts to the largest rho that
 	// guarantees it, accountant.MaxRho). 0 or +Inf means no rho cap.
 	UserRhoCap float64
+	// UserPartyBudget caps every user's party-unit total: the sum of the
+	// party-unit costs of their lists (ledger.Release.PartyCost: eps for
+	// per-pick and party-unit lists, eps x L1_party(u)/L1_pair(u) for a
+	// pair-unit dplp-list list). UserBudget caps the sum of own-unit costs,
+	// a pair-unit bound when pair-unit lists are served; this is the
+	// party-unit one. 0 or +Inf means no party cap (as UserRhoCap); NaN and
+	// negative values are invalid.
+	UserPartyBudget float64
 	// KMax is the largest list length K accepted (default 100).
 	KMax int
 	// MaxBodyBytes limits request bodies (default 1 MiB).
@@ -230,6 +238,9 @@ func New(cfg Config) (*Server, error) {
 	if math.IsNaN(cfg.UserBudget) || cfg.UserBudget < 0 {
 		return nil, fmt.Errorf("serve: user budget must be >= 0 (+Inf for no cap), got %v", cfg.UserBudget)
 	}
+	if math.IsNaN(cfg.UserPartyBudget) || cfg.UserPartyBudget < 0 {
+		return nil, fmt.Errorf("serve: user party-unit budget must be >= 0 (0 or +Inf for no cap), got %v", cfg.UserPartyBudget)
+	}
 	if cfg.KMax == 0 {
 		cfg.KMax = 100
 	}
@@ -248,7 +259,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, cap: ledger.Cap{Eps: cfg.UserBudget, Rho: rhoCap(cfg.UserRhoCap)},
+	s := &Server{cfg: cfg, log: cfg.Logger, cap: ledger.Cap{Eps: cfg.UserBudget, Rho: rhoCap(cfg.UserRhoCap), PartyEps: rhoCap(cfg.UserPartyBudget)},
 		met: newMetrics(), stop: make(chan struct{}), now: time.Now, proxies: cfg.TrustedProxies}
 	s.admin.cur = sha256.Sum256([]byte(cfg.AdminToken))
 	s.addrLim = newLimiter(cfg.RateLimit, cfg.RateBurst, limiterEntries)
@@ -280,14 +291,17 @@ func New(cfg Config) (*Server, error) {
 		base, s.ownStore = st, st
 		s.checkStoreFiles(dsn)
 	}
-	capEps, capRho := any(cfg.UserBudget), any(cfg.UserRhoCap)
+	capEps, capRho, capParty := any(cfg.UserBudget), any(cfg.UserRhoCap), any(cfg.UserPartyBudget)
 	if math.IsInf(cfg.UserBudget, 1) {
 		capEps = "none"
+	}
+	if cfg.UserPartyBudget == 0 || math.IsInf(cfg.UserPartyBudget, 1) {
+		capParty = "none"
 	}
 	if cfg.UserRhoCap == 0 || math.IsInf(cfg.UserRhoCap, 1) {
 		capRho = "none"
 	}
-	s.log.Info("starting", "store", storeName, "cap_eps", capEps, "cap_rho", capRho, "privacy_unit", PrivacyUnit,
+	s.log.Info("starting", "store", storeName, "cap_eps", capEps, "cap_rho", capRho, "cap_party_eps", capParty, "privacy_unit", PrivacyUnit,
 		"build", buildinfo.Get().String())
 	ttl := cfg.CacheTTL
 	switch {
@@ -719,7 +733,8 @@ func (s *Server) internal(r *http.Request, what string, err error) *Problem {
 	return problem(http.StatusInternalServerError, TypeInternal, what+" failed (see the server log)")
 }
 
-// rhoCap maps Config.UserRhoCap to a ledger cap (0: none).
+// rhoCap maps Config.UserRhoCap (or UserPartyBudget) to a ledger cap (0:
+// none).
 func rhoCap(r float64) float64 {
 	if r == 0 {
 		return math.Inf(1)

@@ -77,8 +77,16 @@ func (c *Charge) Release() (ledger.Release, error) {
 	if err != nil {
 		return ledger.Release{}, fmt.Errorf("user %s: %w", c.User, err)
 	}
+	// The party-unit cost: the cost for party-unit charges; a pair-unit
+	// charge does not carry it (the charges file has no such field), so it
+	// is recorded as unbounded unless the list is free, and a party-unit cap
+	// (ledger.Cap.PartyEps) refuses it (docs/LEDGER.md).
+	pc := c.Cost
+	if u == privunit.Pair && c.Cost > 0 {
+		pc = ledger.Unbounded
+	}
 	return ledger.Release{User: c.User, Model: c.Model, K: c.K, EpsP: c.EpsP, List: c.List, Cost: c.Cost, Rho: c.Rho,
-		Seeded: c.Seeded, IdemKey: c.IdemKey, Influencers: c.Influencers, Unit: u}, nil
+		Seeded: c.Seeded, IdemKey: c.IdemKey, Influencers: c.Influencers, Unit: u, PartyCost: pc}, nil
 }
 
 // line renders the charge's output line for list (the stored list) at
@@ -116,7 +124,7 @@ func ApplyCharges(ctx context.Context, dsn, chargesPath string, budget float64, 
 		return res, err
 	}
 	defer st.Close()
-	cp := ledger.Cap{Eps: budget, Rho: ledger.Unlimited.Rho}
+	cp := ledger.Cap{Eps: budget, Rho: ledger.Unlimited.Rho, PartyEps: ledger.Unlimited.PartyEps} // own-unit cap only
 	var finals []Final
 	const batch = 256
 	for lo := 0; lo < len(cs); lo += batch {

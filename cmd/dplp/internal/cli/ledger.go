@@ -179,8 +179,11 @@ func newLedgerVerifyCmd() *cobra.Command {
 version (this dplp's, versions 1..N recorded; SQLite's quick_check); every
 user's spend row (spent and rho finite and >= 0, 0 <= seeded <= releases)
 against the releases it sums (spent = sum of the releases' costs, rho = sum
-of their rho, the release and seeded counts); every release (cost and rho
->= 0, list at most k labels, cost <= k x eps_p where eps_p is recorded);
+of their rho, the release and seeded counts, and the party-unit totals:
+party_spent = sum of the bounded party-unit costs, party_unbounded = the
+number of unbounded ones); every release (cost and rho >= 0, list at most k
+labels, cost <= k x eps_p where eps_p is recorded, party-unit cost = cost
+for a party-unit release and >= cost or unbounded for a pair-unit one);
 every exposure row (>= 0). Prints "ok" and what was checked, or every
 problem (the row and what is wrong) and exits with status 1. With --json:
 {"ok", "schema", "users", "releases", "parties", "problems", "more_problems"}.`,
@@ -276,6 +279,12 @@ type ledgerUserJSON struct {
 	User     string  `json:"user"`
 	Spent    float64 `json:"spent"`
 	Releases int     `json:"releases"`
+	// The party-unit totals (written only when some release is pair-unit,
+	// like by_unit): the sum of the bounded party-unit costs and how many
+	// releases have an unbounded one (then the party-unit total is
+	// unbounded whatever party_spent says).
+	PartySpent     *float64 `json:"party_spent,omitempty"`
+	PartyUnbounded *int     `json:"party_unbounded,omitempty"`
 }
 
 type ledgerShowJSON struct {
@@ -293,6 +302,10 @@ type ledgerUnitJSON struct {
 	Spent    float64 `json:"spent"`
 	Rho      float64 `json:"rho"`
 	Releases int     `json:"releases"`
+	// The unit's releases' party-unit costs: the bounded sum and how many
+	// are unbounded.
+	PartySpent     float64 `json:"party_spent"`
+	PartyUnbounded int     `json:"party_unbounded"`
 }
 
 // ledgerShowOptions holds the flag values of ledger show.
@@ -314,9 +327,13 @@ privacy unit (party, pair: each release is recorded with its unit; a pair-unit
 eps is m x eps for a party with m protected pairs). With --json the output
 is exactly {"users": [{"user", "spent", "releases"}], "total_spent"}, plus
 "by_unit": [{"unit", "spent", "rho", "releases"}] when some release is
-pair-unit (dplp-list models trained with --unit pair). Users' totals and caps
-add the costs of all units: a cap over pair-unit lists bounds pair-unit
-spending only (docs/LEDGER.md). The
+pair-unit (dplp-list models trained with --unit pair); then every user also
+gets "party_spent" and "party_unbounded" and every unit its releases'
+party-unit costs (the table gets a party_eps column). Users' spent totals and
+--user-budget add the costs of all units, a pair-unit bound when some list is
+pair-unit; the party-unit total adds every release's party-unit cost (a
+pair-unit dplp-list list costs eps x L1_party/L1_pair there, unbounded when
+not recorded) and is what --user-budget-party caps (docs/LEDGER.md). The
 store is opened read-only: a missing ledger is an error (nothing is created)
 and an old schema must be migrated first (dplp ledger init).`,
 		Args: cobra.NoArgs,
@@ -351,23 +368,28 @@ func (o *ledgerShowOptions) run(cmd *cobra.Command) error {
 			return err
 		}
 	}
+	pair := false
+	for _, u := range units {
+		pair = pair || u.Unit != privunit.Party
+	}
 	if o.asJSON {
-		for _, u := range units {
-			if u.Unit != privunit.Party {
-				out.ByUnit = unitsJSON(units)
-				break
+		if pair {
+			out.ByUnit = unitsJSON(units)
+			for i, u := range users {
+				ps, pu := u.PartySpent, u.PartyUnbounded
+				out.Users[i].PartySpent, out.Users[i].PartyUnbounded = &ps, &pu
 			}
 		}
 		return printJSON(cmd.OutOrStdout(), out)
 	}
 	p := newPrinter(cmd.OutOrStdout(), formatTable)
-	if err := printLedgerUsers(p, users, out.TotalSpent); err != nil {
+	if err := printLedgerUsers(p, users, out.TotalSpent, pair); err != nil {
 		return err
 	}
 	for _, u := range units {
 		note := ""
 		if u.Unit == privunit.Pair {
-			note = " (per protected pair: a party with m pairs gets m x)"
+			note = fmt.Sprintf(" (per protected pair); under the party unit: %s", partyText(u.PartySpent, u.PartyUnbounded))
 		}
 		p.line("%s unit: spent %.6g eps, rho %.6g, over %d releases%s", u.Unit, u.Spent, u.Rho, u.Releases, note)
 	}
@@ -378,7 +400,7 @@ func (o *ledgerShowOptions) run(cmd *cobra.Command) error {
 func unitsJSON(units []ledger.UnitSpend) []ledgerUnitJSON {
 	out := make([]ledgerUnitJSON, 0, len(units))
 	for _, u := range units {
-		out = append(out, ledgerUnitJSON{u.Unit.String(), u.Spent, u.Rho, u.Releases})
+		out = append(out, ledgerUnitJSON{u.Unit.String(), u.Spent, u.Rho, u.Releases, u.PartySpent, u.PartyUnbounded})
 	}
 	return out
 }
@@ -388,17 +410,40 @@ func unitsJSON(units []ledger.UnitSpend) []ledgerUnitJSON {
 func ledgerShow(users []ledger.Spend) (out ledgerShowJSON, seeded int) {
 	out.Users = []ledgerUserJSON{}
 	for _, u := range users {
-		out.Users = append(out.Users, ledgerUserJSON{u.User, u.Spent, u.Releases})
+		out.Users = append(out.Users, ledgerUserJSON{User: u.User, Spent: u.Spent, Releases: u.Releases})
 		out.TotalSpent += u.Spent
 		seeded += u.Seeded
 	}
 	return out, seeded
 }
 
-// printLedgerUsers prints the users table and the total.
-func printLedgerUsers(p *printer, users []ledger.Spend, total float64) error {
-	p.row("user", "spent_eps", "rho", "releases", "seeded")
+// partyText describes a party-unit total: "eps X", or "unbounded (N
+// releases without a party-unit cost, X eps besides)".
+func partyText(spent float64, unbounded int) string {
+	if unbounded > 0 {
+		return fmt.Sprintf("unbounded (%d releases without a party-unit cost, %.6g eps besides)", unbounded, spent)
+	}
+	return fmt.Sprintf("%.6g eps", spent)
+}
+
+// printLedgerUsers prints the users table and the total; with party, a
+// party_eps column (the party-unit total, "unbounded" when some release's
+// party-unit cost is).
+func printLedgerUsers(p *printer, users []ledger.Spend, total float64, party bool) error {
+	if party {
+		p.row("user", "spent_eps", "party_eps", "rho", "releases", "seeded")
+	} else {
+		p.row("user", "spent_eps", "rho", "releases", "seeded")
+	}
 	for _, u := range users {
+		if party {
+			pe := fmt.Sprintf("%.6g", u.PartySpent)
+			if u.PartyUnbounded > 0 {
+				pe = "unbounded"
+			}
+			p.row(u.User, fmt.Sprintf("%.6g", u.Spent), pe, fmt.Sprintf("%.6g", u.Rho), strconv.Itoa(u.Releases), strconv.Itoa(u.Seeded))
+			continue
+		}
 		p.row(u.User, fmt.Sprintf("%.6g", u.Spent), fmt.Sprintf("%.6g", u.Rho), strconv.Itoa(u.Releases), strconv.Itoa(u.Seeded))
 	}
 	if err := p.line("%d users, total spent %.6g (the sum is not a guarantee; each user's own spending is)", len(users), total); err != nil {

@@ -65,7 +65,7 @@ func TestLedgerImportShow(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
-	want := ledgerShowJSON{Users: []ledgerUserJSON{{"alice", 0.5, 2}, {"bob", 0.5, 1}}, TotalSpent: 1}
+	want := ledgerShowJSON{Users: []ledgerUserJSON{{User: "alice", Spent: 0.5, Releases: 2}, {User: "bob", Spent: 0.5, Releases: 1}}, TotalSpent: 1}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("show --json: %s", out)
 	}

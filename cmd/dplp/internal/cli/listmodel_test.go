@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -266,5 +267,84 @@ func TestBenchSampleModel(t *testing.T) {
 	}
 	if _, _, err := run(t, "bench", "sample", "--graph", g, "--protected", marks, "--model", mp, "--score", "aa"); err == nil || !strings.Contains(err.Error(), "differs from the model's score") {
 		t.Fatalf("--score aa with a cn model: %v", err)
+	}
+}
+
+// --user-budget-party caps pair-unit dplp-list lists under the party unit:
+// recommend refuses the users whose list's party-unit cost (eps x
+// L1_party/L1_pair) exceeds it, although --user-budget (none) allows them;
+// ledger show reports the party-unit totals and ledger verify checks them.
+// The uncapped run is the control: some lists cost more than eps under the
+// party unit, and exactly those are refused under the cap.
+func TestListModelPartyBudget(t *testing.T) {
+	dir, g, marks := listFixture(t)
+	mp := filepath.Join(dir, "list.json")
+	if _, stderr, err := run(t, "train", "--graph", g, "--protected", marks, "--score", "aa", "--variant", "dplp-list", "--unit", "pair", "--eps", "1", "--out", mp); err != nil {
+		t.Fatalf("train: %v %s", err, stderr)
+	}
+	show := func(store string) ledgerShowJSON {
+		t.Helper()
+		out, _, err := run(t, "ledger", "show", "--store", store, "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s ledgerShowJSON
+		if err := json.Unmarshal([]byte(out), &s); err != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		if _, _, err := run(t, "ledger", "verify", "--store", store); err != nil {
+			t.Fatalf("verify %s: %v", store, err)
+		}
+		return s
+	}
+	const capP = 1.5
+	var within, above int
+	for _, tc := range []struct {
+		name  string
+		extra []string
+	}{{"uncapped", nil}, {"capped", []string{"--user-budget-party", "1.5"}}} {
+		store := "sqlite:" + filepath.Join(dir, tc.name+".db")
+		args := append([]string{"recommend", "--model", mp, "--graph", g, "--protected", marks, "--all", "--k", "5", "--format", "jsonl", "--store", store, "--create"}, tc.extra...)
+		_, stderr, err := run(t, args...)
+		s := show(store)
+		if len(s.ByUnit) != 1 || s.ByUnit[0].Unit != "pair" || s.ByUnit[0].PartyUnbounded != 0 || !(s.ByUnit[0].PartySpent >= s.ByUnit[0].Spent) {
+			t.Fatalf("%s: by_unit %+v", tc.name, s.ByUnit)
+		}
+		switch tc.name {
+		case "uncapped":
+			if err != nil {
+				t.Fatalf("uncapped: %v %s", err, stderr)
+			}
+			for _, u := range s.Users {
+				if u.PartySpent == nil || u.PartyUnbounded == nil || *u.PartyUnbounded != 0 || *u.PartySpent < u.Spent {
+					t.Fatalf("user %+v", u)
+				}
+				if *u.PartySpent > capP {
+					above++
+				} else {
+					within++
+				}
+			}
+			if above == 0 || within == 0 {
+				t.Fatalf("%d lists above the party cap %v, %d within: the fixture does not discriminate", above, capP, within)
+			}
+		case "capped":
+			if err == nil || !strings.Contains(stderr, "party unit") || !strings.Contains(stderr, fmt.Sprintf("%d refused", above)) {
+				t.Fatalf("capped: %v %s", err, stderr)
+			}
+			if len(s.Users) != within {
+				t.Fatalf("%d users charged under the party cap, %d lists within it", len(s.Users), within)
+			}
+			for _, u := range s.Users {
+				if *u.PartySpent > capP {
+					t.Fatalf("user %+v over the party cap", u)
+				}
+			}
+		}
+	}
+	for _, bad := range []string{"0", "-1", "nan"} {
+		if _, _, err := run(t, "recommend", "--model", mp, "--graph", g, "--protected", marks, "--user", "0", "--store", "sqlite:"+filepath.Join(dir, "x.db"), "--create", "--user-budget-party", bad); err == nil || !strings.Contains(err.Error(), "--user-budget-party") {
+			t.Fatalf("--user-budget-party %s: %v", bad, err)
+		}
 	}
 }

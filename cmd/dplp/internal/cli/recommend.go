@@ -25,7 +25,7 @@ type recOptions struct {
 	k                               int
 	seed                            uint64
 	fresh, exposure, create         bool
-	budget                          float64
+	budget, partyBudget             float64
 	qf                              queryFlags
 	pf                              protFlags
 	predf                           predFlags
@@ -51,7 +51,11 @@ The store must hold a ledger already (dplp ledger init) unless --create is
 given; waits for another process's lock are announced on stderr. Asking again
 for a user who already received a list from this model at this K re-serves it
 at no cost (--fresh samples and charges anew). --user-budget caps each user's
-total eps: a list that would exceed it is refused and not released.
+total eps: a list that would exceed it is refused and not released. Each
+list's eps is in its own privacy unit, so with pair-unit dplp-list models
+--user-budget is a pair-unit cap; --user-budget-party caps each user's total
+under the party unit (every list's party-unit cost: its eps for per-pick and
+party-unit lists, eps x L1_party(u)/L1_pair(u) for a pair-unit list).
 
 Lists are printed in user order as they are ready (streaming, bounded memory):
 the order given with --user, label order (bytewise) with --all. Label order is
@@ -96,6 +100,7 @@ func (o *recOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.store, "store", "", storeHelp)
 	f.BoolVar(&o.create, "create", false, createHelp)
 	f.Float64Var(&o.budget, "user-budget", math.Inf(1), "cap on each user's total pure eps (default: no cap)")
+	f.Float64Var(&o.partyBudget, "user-budget-party", math.Inf(1), "cap on each user's total eps under the party unit: every list's party-unit cost (a pair-unit dplp-list list costs eps x L1_party/L1_pair there; default: no cap)")
 	f.StringVar(&o.budgetApprox, "user-budget-approx", "", "cap each user at (EPS,DELTA)-DP under zCDP composition, e.g. 3,1e-6: converted to the largest zCDP rho that guarantees it (the ledger records each list's rho)")
 	f.StringVar(&o.sampler, "sampler", "auto", "auto (exact when crypto-seeded, float with --seed), exact (base-2 mechanism with integer arithmetic: no floating-point probabilities; dplp-pub group by group) or float (Gumbel keys; the Beam pipeline reproduces seeded float runs)")
 	f.BoolVar(&o.fresh, "fresh", false, "sample anew even if a list was released before (charged again)")
@@ -117,6 +122,9 @@ func (o *recOptions) validate(cmd *cobra.Command) error {
 	}
 	if !(o.budget >= 0) {
 		return fmt.Errorf("--user-budget must be a number >= 0, got %v", o.budget)
+	}
+	if err := checkPartyBudget(o.partyBudget); err != nil {
+		return err
 	}
 	if o.sampler != "auto" && o.sampler != "float" && o.sampler != "exact" {
 		return fmt.Errorf("--sampler must be auto, float or exact, got %q", o.sampler)
@@ -211,7 +219,7 @@ func (o *recOptions) recommender(cmd *cobra.Command, st ledger.Store, m *model.M
 	if err != nil {
 		return nil, "", err
 	}
-	opts := []release.Option{release.WithStore(st), release.WithFresh(o.fresh), release.WithCap(ledger.Cap{Eps: o.budget, Rho: rhoCap}), release.WithExposure(o.exposure)}
+	opts := []release.Option{release.WithStore(st), release.WithFresh(o.fresh), release.WithCap(ledger.Cap{Eps: o.budget, Rho: rhoCap, PartyEps: o.partyBudget}), release.WithExposure(o.exposure)}
 	if cmd.Flags().Changed("seed") {
 		opts = append(opts, release.WithSeed(o.seed))
 	}
@@ -408,4 +416,14 @@ func noteOtherData(cmd *cobra.Command, path string, m *model.Model, g *graph.Gra
 	if fp := protect.Fingerprint(g, prot); fp != m.Meta.Data {
 		fmt.Fprintln(cmd.ErrOrStderr(), model.OtherDataNote(path))
 	}
+}
+
+// checkPartyBudget validates --user-budget-party: > 0, inf for no cap (0
+// is refused: the service reads it as "no cap"; --user-budget 0 refuses
+// every charged list).
+func checkPartyBudget(v float64) error {
+	if !(v > 0) {
+		return fmt.Errorf("--user-budget-party must be > 0 (inf for no cap; --user-budget 0 refuses every charged list), got %v", v)
+	}
+	return nil
 }

@@ -26,6 +26,7 @@ type serveOptions struct {
 	tokenFile                string // --admin-token-file
 	logLevel                 string
 	budgetApprox             string   // --user-budget-approx EPS,DELTA
+	partyBudget              *float64 // --user-budget-party (nil: options built without flags, no party cap)
 	trustedProxies           []string // --trusted-proxy CIDR (repeatable)
 	grace                    time.Duration
 	tlsCert, tlsKey          string // --tls-cert, --tls-key
@@ -85,6 +86,8 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	f.DurationVar(&cfg.AdminTokenGrace, "admin-token-grace", 5*time.Minute, "after the admin token file changes, the old token keeps working this long (0: not at all)")
 	f.Float64Var(&cfg.UserBudget, "user-budget", math.Inf(1), "every user's cap on total epsilon (inf: no cap)")
 	f.StringVar(&o.budgetApprox, "user-budget-approx", "", "also cap every user at (EPS,DELTA)-DP under zCDP composition, e.g. 3,1e-6 (enforced as the largest zCDP rho that guarantees it)")
+	o.partyBudget = new(float64)
+	f.Float64Var(o.partyBudget, "user-budget-party", math.Inf(1), "every user's cap on total epsilon under the party unit (a pair-unit dplp-list list costs eps x L1_party/L1_pair there; inf: no cap)")
 	f.IntVar(&cfg.KMax, "k-max", 100, "largest list length K accepted")
 	f.DurationVar(&cfg.MarksRefresh, "marks-refresh", 5*time.Second, "poll the store for marks set through other processes at this interval (0: off)")
 	f.Float64Var(&cfg.RateLimit, "rate-limit", 50, "requests per second allowed per user token and per client address on /v1/ routes (0: no limit)")
@@ -105,6 +108,12 @@ func (o *serveOptions) validate() error {
 	cfg.AdminTokenFile = o.tokenFile
 	if math.IsNaN(cfg.UserBudget) || cfg.UserBudget < 0 {
 		return fmt.Errorf("--user-budget must be >= 0 (inf for no cap), got %v", cfg.UserBudget)
+	}
+	if o.partyBudget != nil {
+		if err := checkPartyBudget(*o.partyBudget); err != nil {
+			return err
+		}
+		cfg.UserPartyBudget = *o.partyBudget
 	}
 	rho, err := parseApproxCap(o.budgetApprox)
 	if err != nil {
