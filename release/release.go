@@ -65,6 +65,7 @@ import (
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/ledger"
 	"github.com/dplp/dplp/model"
+	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/score"
@@ -453,8 +454,14 @@ func (r *Recommender) ledgerRelease(u int32, k int, out Outcome, idem string) le
 		// model's unit; seeded lists are charged as crypto ones.
 		ch := accountant.PureList(out.ListEps)
 		rel := ledger.Release{User: r.g.Label(u), Model: r.modelID, K: k, EpsP: r.list.spec.Eps, List: list,
-			Cost: ch.Eps, Rho: ch.Rho, Seeded: r.seed != nil, IdemKey: idem, Unit: r.list.unit,
-			PartyCost: r.list.partyCost(u, ch.Eps, out.Delta)}
+			Cost: ch.Eps, Rho: ch.Rho, Seeded: r.seed != nil, IdemKey: idem, Unit: r.list.unit, PartyCost: ch.Eps}
+		if r.store != nil {
+			// The party-unit cost is recorded and capped by the ledger; a
+			// release nobody charges (a benchmark) does not compute it.
+			rel.PartyCost = r.list.partyCost(u, ch.Eps, out.Delta)
+		} else if r.list.unit == privunit.Pair && ch.Eps > 0 {
+			rel.PartyCost = ledger.Unbounded
+		}
 		if ch.Eps > 0 && r.store != nil && !r.noExposure {
 			rel.Influencers = r.infl.of(u)
 		}

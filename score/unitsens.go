@@ -3,6 +3,7 @@ package score
 import (
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/dplp/dplp/privunit"
 )
@@ -95,7 +96,54 @@ func (s *Scorer) Evidence(u int32, unit privunit.Unit) EvidenceBound {
 			}
 		}
 	}
-	return s.evidenceOne(u, unit, mp, map[int32]float64{})
+	sc := evPool.Get().(*evScratch)
+	defer evPool.Put(sc)
+	return s.evidenceOne(u, unit, mp, sc)
+}
+
+// evScratch is evidenceOne's scratch: a stamp set of N(u) (membership
+// without a search) and dense per-party accumulators with the list of
+// those touched (reset after each query), grown to the graph's size.
+type evScratch struct {
+	stamp   []uint32
+	gen     uint32
+	acc     []float64
+	touched []int32
+}
+
+var evPool = sync.Pool{New: func() any { return new(evScratch) }}
+
+// begin sizes the scratch for n nodes and marks N(u).
+func (sc *evScratch) begin(n int, nbU []int32) {
+	if len(sc.stamp) < n {
+		sc.stamp, sc.acc, sc.gen = make([]uint32, n), make([]float64, n), 0
+	}
+	sc.gen++
+	if sc.gen == 0 {
+		clear(sc.stamp)
+		sc.gen = 1
+	}
+	for _, z := range nbU {
+		sc.stamp[z] = sc.gen
+	}
+}
+
+func (sc *evScratch) add(w int32, beta float64) {
+	if sc.acc[w] == 0 {
+		sc.touched = append(sc.touched, w)
+	}
+	sc.acc[w] += beta
+}
+
+// maxReset returns the largest accumulator and clears them.
+func (sc *evScratch) maxReset() float64 {
+	var m float64
+	for _, w := range sc.touched {
+		m = max(m, sc.acc[w])
+		sc.acc[w] = 0
+	}
+	sc.touched = sc.touched[:0]
+	return m
 }
 
 // EvidenceTable returns Evidence(u, unit) for every node u, computed in
@@ -114,13 +162,13 @@ func (s *Scorer) EvidenceTable(unit privunit.Unit) []EvidenceBound {
 		maxProt = s.maxProtExcl()
 	}
 	parallelNodes(s.n, func() func(u int32) {
-		acc := map[int32]float64{}
+		sc := new(evScratch)
 		return func(u int32) {
 			mp := 0
 			if maxProt != nil {
 				mp = maxProt[u]
 			}
-			out[u] = s.evidenceOne(u, unit, mp, acc)
+			out[u] = s.evidenceOne(u, unit, mp, sc)
 		}
 	})
 	return out
@@ -186,16 +234,18 @@ func (s *Scorer) pairBeta(u, a, b int32, inA, inB bool) float64 {
 }
 
 // evidenceOne computes Evidence(u, unit); maxProtU is max over w != u of
-// |prot(w) \ {u}| (read for JC and PA under the party unit only); acc is
-// scratch, empty on entry and exit.
-func (s *Scorer) evidenceOne(u int32, unit privunit.Unit, maxProtU int, acc map[int32]float64) EvidenceBound {
+// |prot(w) \ {u}| (read for JC and PA under the party unit only); sc is
+// scratch (its accumulators are zero on entry and exit).
+func (s *Scorer) evidenceOne(u int32, unit privunit.Unit, maxProtU int, sc *evScratch) EvidenceBound {
 	if s.kind == Bounded {
 		w := s.hi - s.lo
 		c := float64(s.n - 1 - int(s.deg[u]))
 		return EvidenceBound{Linf: w, L1: w * c, L2: w * math.Sqrt(c)}
 	}
 	nbU := s.g.Neighbors(u)
-	in := func(x int32) bool { _, ok := slices.BinarySearch(nbU, x); return ok }
+	sc.begin(s.n, nbU)
+	gen := sc.gen
+	in := func(x int32) bool { return sc.stamp[x] == gen }
 	var l1, linf float64
 	switch s.kind {
 	case CN, AA, RA:
@@ -215,8 +265,8 @@ func (s *Scorer) evidenceOne(u int32, unit privunit.Unit, maxProtU int, acc map[
 				}
 				l1 = max(l1, beta)
 				if unit == privunit.Party {
-					acc[z] += beta
-					acc[x] += beta
+					sc.add(z, beta)
+					sc.add(x, beta)
 				} else if s.kind == CN {
 					break scan // a CN pair's beta is 0 or 1: the maximum is reached
 				}
@@ -233,11 +283,7 @@ func (s *Scorer) evidenceOne(u int32, unit privunit.Unit, maxProtU int, acc map[
 			}
 		}
 		if unit == privunit.Party {
-			l1 = 0
-			for _, a := range acc {
-				l1 = max(l1, a)
-			}
-			clear(acc)
+			l1 = sc.maxReset()
 			linf = s.deltaS[u]
 		}
 	case JC, PA:
