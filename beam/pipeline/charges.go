@@ -77,12 +77,17 @@ func (c *Charge) Release() (ledger.Release, error) {
 	if err != nil {
 		return ledger.Release{}, fmt.Errorf("user %s: %w", c.User, err)
 	}
-	// The party-unit cost: the cost for party-unit charges; a pair-unit
-	// charge does not carry it (the charges file has no such field), so it
-	// is recorded as unbounded unless the list is free, and a party-unit cap
-	// (ledger.Cap.PartyEps) refuses it (docs/LEDGER.md).
+	// The party-unit cost: the charge's own when it carries one (pair-unit
+	// lists with evidence cn: cost x L1_party(u)/L1_pair(u), as release
+	// records it), else the cost for party-unit charges, and unbounded for a
+	// pair-unit one that costs something (evidence jc: the pipeline does not
+	// join the party bound's inputs), which a party-unit cap
+	// (ledger.Cap.PartyEps) refuses (docs/LEDGER.md).
 	pc := c.Cost
-	if u == privunit.Pair && c.Cost > 0 {
+	switch {
+	case c.PartyCost != nil:
+		pc = *c.PartyCost
+	case u == privunit.Pair && c.Cost > 0:
 		pc = ledger.Unbounded
 	}
 	return ledger.Release{User: c.User, Model: c.Model, K: c.K, EpsP: c.EpsP, List: c.List, Cost: c.Cost, Rho: c.Rho,

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -287,7 +288,20 @@ func (f *listReleaseFn) ProcessElement(u int32, nodes func(*Node) bool, cands fu
 		return fmt.Errorf("release: user %s: %w", nd.Label, err)
 	}
 	ids := lo.IDs
-	uo := UserOut{U: u, Label: nd.Label, IDs: ids, ListLevel: true, ListCost: lo.ListEps}
+	uo := UserOut{U: u, Label: nd.Label, IDs: ids, ListLevel: true, ListCost: lo.ListEps, PartyCost: lo.ListEps}
+	if f.unit == privunit.Pair && lo.ListEps > 0 {
+		// The party-unit cost of a pair-unit list (release's partyCost):
+		// eps x L1_party(u)/L1_pair(u); CN's party bound comes from the same
+		// joined pairs, JC's needs inputs only party models join.
+		uo.PartyCost = math.Inf(1)
+		if f.ev == score.CN && l1 > 0 {
+			pl, err := listL1(f.ev, privunit.Party, &nd, &si, nil, nil, 0)
+			if err != nil {
+				return err
+			}
+			uo.PartyCost = lo.ListEps * max(1, pl/l1)
+		}
+	}
 	if lo.ListEps > 0 {
 		if f.ev == score.JC {
 			uo.AllInfl = true

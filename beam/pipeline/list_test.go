@@ -336,7 +336,11 @@ func TestPrivateListRelease(t *testing.T) {
 	if err := os.WriteFile(mp, []byte(marks), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	g, _ := loadRef(t, gp, mp, "")
+	g, prot := loadRef(t, gp, mp, "")
+	cnEv, err := score.New(g, prot, score.CN)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	dsn := "sqlite:" + filepath.Join(dir, "ledger.db")
 	st, err := ledger.Open(ctx, dsn)
@@ -414,6 +418,16 @@ func TestPrivateListRelease(t *testing.T) {
 			}
 			if rel.Unit != c.unit || rel.Cost != r.Cost || rel.EpsP != c.eps || rel.Seeded {
 				t.Errorf("user %s: stored unit %v cost %v eps_p %v seeded %v; want %v %v %v false", r.User, rel.Unit, rel.Cost, rel.EpsP, rel.Seeded, c.unit, r.Cost, c.eps)
+			}
+			// The party-unit cost, as the single machine records it:
+			// eps x L1_party(u)/L1_pair(u) for a pair-unit list with
+			// evidence cn, the cost otherwise.
+			wantParty := r.Cost
+			if c.unit == privunit.Pair && r.Cost > 0 {
+				wantParty = r.Cost * max(1, cnEv.Evidence(u, privunit.Party).L1/cnEv.Evidence(u, privunit.Pair).L1)
+			}
+			if math.Abs(rel.PartyCost-wantParty) > 1e-9*wantParty {
+				t.Errorf("user %s: stored party cost %v, want %v", r.User, rel.PartyCost, wantParty)
 			}
 			spent += r.Cost
 			if r.Cost > 0 {

@@ -50,6 +50,10 @@ type Charge struct {
 	Seeded      bool     `json:"seeded"`
 	Influencers []string `json:"influencers,omitempty"`
 	Unit        string   `json:"unit,omitempty"`
+	// PartyCost is a list's party-unit cost when the pipeline knows it
+	// (absent: the cost for party-unit charges, unbounded for pair-unit
+	// ones).
+	PartyCost *float64 `json:"party_cost,omitempty"`
 }
 
 // IdemKey is the idempotency key of a user's charge in run runID.

@@ -2,12 +2,13 @@ package pipeline
 
 import (
 	"fmt"
-	"github.com/dplp/dplp/accountant"
 	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"sort"
+
+	"github.com/dplp/dplp/accountant"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/dplp/dplp/calib"
@@ -29,6 +30,12 @@ type UserOut struct {
 	// list, or 0 when it reads no evidence) instead of Picks x eps_p.
 	ListLevel bool
 	ListCost  float64
+	// PartyCost is a list-level outcome's party-unit cost (release's
+	// listRel.partyCost: ListCost for party-unit models and free lists,
+	// ListCost x L1_party(u)/L1_pair(u) for pair-unit ones); +Inf when the
+	// pipeline does not know the party bound (evidence jc under the pair
+	// unit).
+	PartyCost float64
 }
 
 // loadModel parses a model file's bytes with model.Load (through a
@@ -319,6 +326,9 @@ func (f *finalFn) ProcessElement(u int32, outs func(*UserOut) bool, labs func(*L
 		line, err = RenderListLine(o.Label, list, f.K, charge.Eps, f.Seeded, f.Unit, f.EpsList)
 		ch = Charge{IdemKey: IdemKey(f.RunID, o.Label), User: o.Label, Model: f.ModelID, K: f.K, EpsP: f.EpsList, List: list,
 			Cost: charge.Eps, Rho: charge.Rho, Seeded: f.Seeded, Unit: f.Unit}
+		if pc := o.PartyCost; !math.IsInf(pc, 0) && !math.IsNaN(pc) {
+			ch.PartyCost = &pc
+		}
 	} else {
 		charge := accountant.PerPick(f.EpsP, int(o.Picks)) // the privacy map, as release.Recommender charges
 		line, err = RenderLine(o.Label, list, f.K, f.EpsP, charge.Eps, f.Seeded)
