@@ -478,8 +478,8 @@ func TestMarksLookups(t *testing.T) {
 	}
 	s.store.SetMarks(context.Background(), "n2", []string{"n9"})
 	var all int
-	cs := &marksCounting{Store: s.cache.Store.(*timedStore).Store, all: &all}
-	s.cache.Store.(*timedStore).Store = cs
+	cs := &marksCounting{Store: ledger.Untimed(s.cache.Store), all: &all}
+	s.cache.Store = cs
 	var m marksResponse
 	r := s.do("GET", "/v1/users/n1/protected", tok, "")
 	r.json(t, &m)

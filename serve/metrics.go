@@ -1,13 +1,11 @@
 package serve
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/dplp/dplp/internal/buildinfo"
-	"github.com/dplp/dplp/ledger"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -93,99 +91,4 @@ func (m *metrics) observe(route string, status int, d time.Duration) {
 	st := strconv.Itoa(status)
 	m.requests.WithLabelValues(route, st).Inc()
 	m.latency.WithLabelValues(route, st).Observe(d.Seconds())
-}
-
-// timedStore records the latency of every store call (Exposure and Close
-// pass through untimed). It decorates every part of ledger.Store, so it
-// wraps the whole Store; its methods are grouped by part below.
-type timedStore struct {
-	ledger.Store
-	h *prometheus.HistogramVec
-	// One observer per operation, resolved once.
-	charge, latest, budget, users, token, putToken, revoke, setMarks, marks, schema prometheus.Observer
-}
-
-func newTimedStore(s ledger.Store, h *prometheus.HistogramVec) *timedStore {
-	return &timedStore{Store: s, h: h,
-		charge: h.WithLabelValues("charge"), latest: h.WithLabelValues("latest"), budget: h.WithLabelValues("budget"),
-		users: h.WithLabelValues("users"), token: h.WithLabelValues("token_hash"), putToken: h.WithLabelValues("put_token"),
-		revoke: h.WithLabelValues("revoke_token"), setMarks: h.WithLabelValues("set_marks"), marks: h.WithLabelValues("marks"),
-		schema: h.WithLabelValues("schema_version")}
-}
-
-func since(o prometheus.Observer, t time.Time) { o.Observe(time.Since(t).Seconds()) }
-
-// ledger.BudgetStore.
-
-func (s *timedStore) Charge(ctx context.Context, r ledger.Release, c ledger.Cap) (ledger.Release, bool, error) {
-	defer since(s.charge, time.Now())
-	return s.Store.Charge(ctx, r, c)
-}
-
-func (s *timedStore) ChargeBatch(ctx context.Context, rs []ledger.Release, c ledger.Cap) ([]ledger.ChargeResult, error) {
-	defer since(s.charge, time.Now())
-	return s.Store.ChargeBatch(ctx, rs, c)
-}
-
-func (s *timedStore) Latest(ctx context.Context, user, model string, k int, prov ledger.Provenance) (ledger.Release, bool, error) {
-	defer since(s.latest, time.Now())
-	return s.Store.Latest(ctx, user, model, k, prov)
-}
-
-func (s *timedStore) LatestBatch(ctx context.Context, users []string, model string, k int, prov ledger.Provenance) (map[string]ledger.Release, error) {
-	defer since(s.latest, time.Now())
-	return s.Store.LatestBatch(ctx, users, model, k, prov)
-}
-
-func (s *timedStore) Budget(ctx context.Context, user string) (ledger.Spend, error) {
-	defer since(s.budget, time.Now())
-	return s.Store.Budget(ctx, user)
-}
-
-func (s *timedStore) Users(ctx context.Context) ([]ledger.Spend, error) {
-	defer since(s.users, time.Now())
-	return s.Store.Users(ctx)
-}
-
-// ledger.TokenStore.
-
-func (s *timedStore) TokenHash(ctx context.Context, user string) ([]byte, bool, error) {
-	defer since(s.token, time.Now())
-	return s.Store.TokenHash(ctx, user)
-}
-
-func (s *timedStore) PutToken(ctx context.Context, user string, hash []byte) error {
-	defer since(s.putToken, time.Now())
-	return s.Store.PutToken(ctx, user, hash)
-}
-
-func (s *timedStore) RevokeToken(ctx context.Context, user string) error {
-	defer since(s.revoke, time.Now())
-	return s.Store.RevokeToken(ctx, user)
-}
-
-// ledger.MarkStore (and ledger.UserMarker).
-
-func (s *timedStore) SetMarks(ctx context.Context, user string, marks []string) error {
-	defer since(s.setMarks, time.Now())
-	return s.Store.SetMarks(ctx, user, marks)
-}
-
-func (s *timedStore) Marks(ctx context.Context) (map[string][]string, error) {
-	defer since(s.marks, time.Now())
-	return s.Store.Marks(ctx)
-}
-
-// UserMarks reads one user's marks (ledger.UserMarks: one indexed lookup
-// on the stores dplp opens).
-func (s *timedStore) UserMarks(ctx context.Context, user string) ([]string, error) {
-	defer since(s.marks, time.Now())
-	return ledger.UserMarks(ctx, s.Store, user)
-}
-
-// ledger.Store itself.
-
-func (s *timedStore) SchemaVersion(ctx context.Context) (int, error) {
-	defer since(s.schema, time.Now())
-	return s.Store.SchemaVersion(ctx)
 }

@@ -308,11 +308,15 @@ func New(cfg Config) (*Server, error) {
 		ttl = 0
 	}
 	s.idem, _ = base.(ledger.IdemFinder)
-	s.cache = newCacheStore(newTimedStore(base, s.met.storeLatency), ttl, 1<<20, cfg.TokenCacheBytes)
+	timed := ledger.Timed(base, func(op string) func(time.Duration) {
+		o := s.met.storeLatency.WithLabelValues(op)
+		return func(d time.Duration) { o.Observe(d.Seconds()) }
+	})
+	s.cache = newCacheStore(timed, ttl, 1<<20, cfg.TokenCacheBytes)
 	s.store = s.cache
 	s.charger = s.store
 	if !cfg.NoGroupCommit {
-		s.charger = newGroupStore(s.store, 1024, func(n int) { s.met.groupSize.Observe(float64(n)) })
+		s.charger = ledger.NewGroupCommit(s.store, 1024, func(n int) { s.met.groupSize.Observe(float64(n)) })
 	}
 	if err := s.reload(context.Background(), "start"); err != nil {
 		s.Close()

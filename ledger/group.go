@@ -1,16 +1,13 @@
-package serve
+package ledger
 
 import (
 	"context"
 	"sync"
 	"time"
-
-	"github.com/dplp/dplp/ledger"
-	"github.com/dplp/dplp/release"
 )
 
-// groupStore is a release.Store whose ChargeBatch calls from concurrent
-// requests are committed together: while one transaction is being
+// GroupCommit is a BudgetStore whose ChargeBatch calls from concurrent
+// callers are committed together: while one transaction is being
 // committed (and fsynced), the calls that arrive queue up, and the next
 // transaction charges all of them, in arrival order, with one
 // ChargeBatch on the underlying store. ChargeBatch's contract holds for the
@@ -21,12 +18,12 @@ import (
 // the combined transaction fails, every caller in it gets the error and
 // nothing was recorded for any of them.
 //
-// This turns one fsync per fresh list into one fsync per group, which is
+// This turns one fsync per charge into one fsync per group, which is
 // what limits fresh releases on an embedded SQLite store.
-type groupStore struct {
-	release.Store // LatestBatch passes through
-	maxItems      int
-	onBatch       func(items int) // metrics hook (may be nil)
+type GroupCommit struct {
+	BudgetStore // every other method passes through, ungrouped
+	maxItems    int
+	onBatch     func(items int) // metrics hook (may be nil)
 
 	mu      sync.Mutex
 	queue   []*chargeCall
@@ -34,9 +31,9 @@ type groupStore struct {
 }
 
 type chargeCall struct {
-	rs   []ledger.Release
-	cap  ledger.Cap
-	res  []ledger.ChargeResult
+	rs   []Release
+	cap  Cap
+	res  []ChargeResult
 	err  error
 	done chan struct{}
 }
@@ -46,16 +43,19 @@ type chargeCall struct {
 // unknown state) a transaction holding other requests' charges.
 const commitTimeout = 60 * time.Second
 
-func newGroupStore(s release.Store, maxItems int, onBatch func(int)) *groupStore {
+// NewGroupCommit groups s's ChargeBatch calls, at most maxItems releases
+// per transaction (< 1: 1024; a single call larger than that is committed
+// alone); onBatch, if not nil, is told the size of every transaction.
+func NewGroupCommit(s BudgetStore, maxItems int, onBatch func(items int)) *GroupCommit {
 	if maxItems < 1 {
 		maxItems = 1024
 	}
-	return &groupStore{Store: s, maxItems: maxItems, onBatch: onBatch}
+	return &GroupCommit{BudgetStore: s, maxItems: maxItems, onBatch: onBatch}
 }
 
-func (g *groupStore) ChargeBatch(ctx context.Context, rs []ledger.Release, cap ledger.Cap) ([]ledger.ChargeResult, error) {
+func (g *GroupCommit) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]ChargeResult, error) {
 	if len(rs) == 0 {
-		return g.Store.ChargeBatch(ctx, rs, cap)
+		return g.BudgetStore.ChargeBatch(ctx, rs, cap)
 	}
 	c := &chargeCall{rs: rs, cap: cap, done: make(chan struct{})}
 	g.mu.Lock()
@@ -72,7 +72,7 @@ func (g *groupStore) ChargeBatch(ctx context.Context, rs []ledger.Release, cap l
 }
 
 // run commits queued calls until the queue is empty.
-func (g *groupStore) run() {
+func (g *GroupCommit) run() {
 	for {
 		g.mu.Lock()
 		if len(g.queue) == 0 {
@@ -95,8 +95,8 @@ func (g *groupStore) run() {
 	}
 }
 
-func (g *groupStore) commit(calls []*chargeCall, items int) {
-	all := make([]ledger.Release, 0, items)
+func (g *GroupCommit) commit(calls []*chargeCall, items int) {
+	all := make([]Release, 0, items)
 	for _, c := range calls {
 		all = append(all, c.rs...)
 	}
@@ -104,7 +104,7 @@ func (g *groupStore) commit(calls []*chargeCall, items int) {
 		g.onBatch(len(all))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
-	res, err := g.Store.ChargeBatch(ctx, all, calls[0].cap)
+	res, err := g.BudgetStore.ChargeBatch(ctx, all, calls[0].cap)
 	cancel()
 	off := 0
 	for _, c := range calls {
