@@ -55,7 +55,13 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 	err := par.Run(ctx, len(rs), par.Options{Chunk: 16, MinPerWorker: 256}, func(int) *[]byte { return new([]byte) }, func(buf *[]byte, i int) error {
 		items[i], bad[i] = normalize(rs[i], now)
 		if bad[i] == nil {
-			enc[i] = encode(&items[i], buf)
+			enc[i] = encode(&items[i], buf, !s.schema.hasLabels())
+			if s.schema.hasLabels() {
+				// nil unless every label has a cached id (the common
+				// case once the store has seen the parties): chargeTx
+				// assigns and looks up the others.
+				enc[i].set = encodeCached(&s.labels, items[i].Influencers)
+			}
 		}
 		return nil
 	})
@@ -82,14 +88,17 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 	sort.Strings(sorted)
 
 	var results []ChargeResult
+	learned := map[string]int64{} // label ids read or assigned by the transaction
 	err = s.b.write(ctx, func(q querier) error {
 		var err error
-		results, err = chargeTx(ctx, s.b, q, items, enc, bad, sorted, cap, s.schema) // fn may be retried: start afresh
+		clear(learned)
+		results, err = chargeTx(ctx, s.b, q, &s.labels, learned, items, enc, bad, sorted, cap, s.schema) // fn may be retried: start afresh
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.labels.learn(learned) // committed now
 	return results, nil
 }
 
@@ -110,7 +119,7 @@ type idemRef struct {
 // charge the items in order, then insert the accepted releases (with IDs
 // reserved by the backend, in multi-row statements) and write the changed
 // spend rows back.
-func chargeTx(ctx context.Context, b backend, q querier, items []Release, enc []encoded, bad []error, users []string, cap Cap, v schemaLevel) ([]ChargeResult, error) {
+func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned map[string]int64, items []Release, enc []encoded, bad []error, users []string, cap Cap, v schemaLevel) ([]ChargeResult, error) {
 	results := make([]ChargeResult, len(items))
 	for i := range items {
 		items[i].ID = 0 // a retried transaction starts afresh: no ID is reserved yet
@@ -122,7 +131,7 @@ func chargeTx(ctx context.Context, b backend, q querier, items []Release, enc []
 	if err != nil {
 		return nil, err
 	}
-	known, err := lookupIdem(ctx, q, items, bad, v)
+	known, err := lookupIdem(ctx, q, lc, items, bad, v)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +203,30 @@ func chargeTx(ctx context.Context, b backend, q querier, items []Release, enc []
 	for i, j := range sameAs {
 		results[i] = ChargeResult{Release: items[j]}
 	}
-	if err := insertReleases(ctx, q, items, enc, fresh, v); err != nil {
+	var sets [][]byte // the fresh releases' encoded influencer sets (schema 8)
+	if v.hasLabels() {
+		var labels []string
+		for _, i := range fresh {
+			if enc[i].set != nil {
+				continue
+			}
+			for _, w := range items[i].Influencers {
+				if w != "*" {
+					labels = append(labels, w)
+				}
+			}
+		}
+		if err := labelIDs(ctx, q, lc, labels, learned); err != nil {
+			return nil, err
+		}
+		sets = make([][]byte, len(fresh))
+		for j, i := range fresh {
+			if sets[j] = enc[i].set; sets[j] == nil {
+				sets[j] = encodeInfl(lc, items[i].Influencers, learned, nil)
+			}
+		}
+	}
+	if err := insertReleases(ctx, q, items, enc, sets, fresh, v); err != nil {
 		return nil, err
 	}
 	return results, writeSpends(ctx, q, users, spends, v)
@@ -255,7 +287,7 @@ func lockSpends(ctx context.Context, q querier, users []string, v schemaLevel) (
 // lookupIdem returns the recorded releases of the valid items' (user,
 // provenance, idempotency key) triples, one query per (key, provenance) and
 // chunk of users. Only releases of the item's own provenance are read.
-func lookupIdem(ctx context.Context, q querier, items []Release, bad []error, v schemaLevel) (map[idemRef]Release, error) {
+func lookupIdem(ctx context.Context, q querier, lc *labelCache, items []Release, bad []error, v schemaLevel) (map[idemRef]Release, error) {
 	type keyProv struct {
 		key    string
 		seeded bool
@@ -285,42 +317,64 @@ func lookupIdem(ctx context.Context, q querier, items []Release, bad []error, v 
 			if err != nil {
 				return nil, err
 			}
+			var got []Release
 			for rs.Next() {
 				rel, err := scanReleaseFor(rs, v)
 				if err != nil {
 					rs.Close()
 					return nil, err
 				}
-				known[idemRef{rel.User, rel.IdemKey, rel.Seeded}] = rel
+				got = append(got, rel)
 			}
 			err = rs.Err()
 			rs.Close()
 			if err != nil {
 				return nil, err
 			}
+			ptrs := make([]*Release, len(got))
+			for i := range got {
+				ptrs[i] = &got[i]
+			}
+			if err := resolveReleases(ctx, q, lc, ptrs); err != nil {
+				return nil, err
+			}
+			for _, rel := range got {
+				known[idemRef{rel.User, rel.IdemKey, rel.Seeded}] = rel
+			}
 		}
 	}
 	return known, nil
 }
 
-// encoded holds a release's list and influencers as stored: JSON arrays.
-type encoded struct{ list, infl string }
+// encoded holds a release's list and influencers as stored: JSON arrays
+// (infl: before schema 8), or the encoded set (set: schema 8, nil when not
+// encoded yet).
+type encoded struct {
+	list, infl string
+	set        []byte
+}
 
-// encode encodes r's list and influencers, using buf as scratch.
-func encode(r *Release, buf *[]byte) encoded {
+// encode encodes r's list and, when infl is set (a store before schema 8),
+// its influencers, using buf as scratch.
+func encode(r *Release, buf *[]byte, infl bool) encoded {
 	var e encoded
 	*buf = jsonenc.AppendStrings((*buf)[:0], r.List)
 	e.list = string(*buf)
-	*buf = jsonenc.AppendStrings((*buf)[:0], r.Influencers)
-	e.infl = string(*buf)
+	if infl {
+		*buf = jsonenc.AppendStrings((*buf)[:0], r.Influencers)
+		e.infl = string(*buf)
+	}
 	return e
 }
 
 // insertReleases records items[fresh[0]], items[fresh[1]], ... (their IDs
 // already set, enc their encoded columns) in multi-row statements: one
 // statement per release cost as much as the row itself.
-func insertReleases(ctx context.Context, q querier, items []Release, enc []encoded, fresh []int, v schemaLevel) error {
-	cols, n := "id, user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded, unit, party_cost", 15
+func insertReleases(ctx context.Context, q querier, items []Release, enc []encoded, sets [][]byte, fresh []int, v schemaLevel) error {
+	cols, n := "id, user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded, unit, party_cost, infl_ids", 16
+	if !v.hasLabels() {
+		cols, n = strings.TrimSuffix(cols, ", infl_ids"), n-1
+	}
 	if !v.hasParty() {
 		cols, n = strings.TrimSuffix(cols, ", party_cost"), n-1
 	}
@@ -353,12 +407,19 @@ func insertReleases(ctx context.Context, q querier, items []Release, enc []encod
 			if len(r.Influencers) > 0 {
 				folded = 0
 			}
-			args = append(args, r.ID, r.User, r.Model, r.K, enc[i].list, r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), enc[i].infl, folded)
+			infl := enc[i].infl
+			if v.hasLabels() {
+				infl = "" // in infl_ids
+			}
+			args = append(args, r.ID, r.User, r.Model, r.K, enc[i].list, r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), infl, folded)
 			if v.hasUnit() {
 				args = append(args, r.Unit.String())
 			}
 			if v.hasParty() {
 				args = append(args, partyCostArg(r.PartyCost))
+			}
+			if v.hasLabels() {
+				args = append(args, sets[j])
 			}
 			return args
 		})

@@ -46,7 +46,7 @@ func (s *sqlStore) foldExposure(ctx context.Context) error {
 				if len(ids) > 0 {
 					after = ids[len(ids)-1]
 				}
-				read, err := readUnfolded(ctx, q, after, expo, &ids)
+				read, err := readUnfolded(ctx, q, &s.labels, s.schema, after, expo, &ids)
 				if err != nil {
 					return err
 				}
@@ -72,29 +72,75 @@ var foldPages = 64
 
 // readUnfolded reads the next page of up to foldBatch unfolded releases with
 // id > after, adds their cost and rho to expo per influencer and their ids to
-// ids; it returns the number of releases read.
-func readUnfolded(ctx context.Context, q querier, after int64, expo *foldAcc, ids *[]int64) (int, error) {
-	rs, err := q.query(ctx, "SELECT id, cost, rho, influencers FROM releases WHERE folded = 0 AND id > ? ORDER BY id LIMIT ?", after, foldBatch)
+// ids; it returns the number of releases read. The page is read first and
+// added after (encoded sets need their labels looked up, which cannot
+// happen while the rows are open), in id order as before.
+func readUnfolded(ctx context.Context, q querier, lc *labelCache, v schemaLevel, after int64, expo *foldAcc, ids *[]int64) (int, error) {
+	query := "SELECT id, cost, rho, influencers FROM releases WHERE folded = 0 AND id > ? ORDER BY id LIMIT ?"
+	if v.hasLabels() {
+		query = "SELECT id, cost, rho, influencers, infl_ids FROM releases WHERE folded = 0 AND id > ? ORDER BY id LIMIT ?"
+	}
+	rs, err := q.query(ctx, query, after, foldBatch)
 	if err != nil {
 		return 0, err
 	}
-	defer rs.Close()
-	read := 0
+	type unfolded struct {
+		id        int64
+		cost, rho float64
+		raw       string
+		set       []int64
+		star      bool
+		encoded   bool
+	}
+	var page []unfolded
+	var all []int64
 	for rs.Next() {
-		var id int64
-		var cost, rho float64
-		var raw string
-		if err := rs.Scan(&id, &cost, &rho, &raw); err != nil {
+		var u unfolded
+		var blob []byte
+		dest := []any{&u.id, &u.cost, &u.rho, &u.raw}
+		if v.hasLabels() {
+			dest = append(dest, &blob)
+		}
+		if err := rs.Scan(dest...); err != nil {
+			rs.Close()
 			return 0, err
 		}
-		err := eachInfluencer(raw, func(w string) { expo.add(w, cost, rho) })
-		if err != nil {
-			return 0, fmt.Errorf("release %d: stored influencers: %w", id, err)
+		if blob != nil {
+			u.encoded = true
+			u.set, u.star, err = decodeInflSet(blob)
+			if err != nil {
+				rs.Close()
+				return 0, fmt.Errorf("release %d: stored influencers: %w", u.id, err)
+			}
+			all = append(all, u.set...)
 		}
-		*ids = append(*ids, id)
-		read++
+		page = append(page, u)
 	}
-	return read, rs.Err()
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return 0, err
+	}
+	if err := resolveIDs(ctx, q, lc, all); err != nil {
+		return 0, err
+	}
+	for _, u := range page {
+		if u.encoded {
+			// Each party gets one addition per release: the order of the
+			// labels within a release does not change the sums.
+			if u.star {
+				expo.add("*", u.cost, u.rho)
+			}
+			lc.mu.RLock()
+			for _, id := range u.set {
+				expo.add(lc.byID[id], u.cost, u.rho)
+			}
+			lc.mu.RUnlock()
+		} else if err := eachInfluencer(u.raw, func(w string) { expo.add(w, u.cost, u.rho) }); err != nil {
+			return 0, fmt.Errorf("release %d: stored influencers: %w", u.id, err)
+		}
+		*ids = append(*ids, u.id)
+	}
+	return len(page), nil
 }
 
 // foldAcc sums cost and rho per influencing party for a fold. Parties
@@ -337,7 +383,7 @@ func (s *sqlStore) exposureInMemory(ctx context.Context) ([]Exposure, error) {
 			if len(ids) > 0 {
 				after = ids[len(ids)-1]
 			}
-			read, err := readUnfolded(ctx, q, after, expo, &ids)
+			read, err := readUnfolded(ctx, q, &s.labels, s.schema, after, expo, &ids)
 			if err != nil {
 				return err
 			}

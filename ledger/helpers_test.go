@@ -179,15 +179,26 @@ func releaseIDs(t *testing.T, s Store) map[int64]Release {
 		if err != nil {
 			return err
 		}
-		defer rs.Close()
+		var got []Release
 		for rs.Next() {
 			r, err := scanRelease(rs)
 			if err != nil {
+				rs.Close()
 				return err
 			}
-			out[r.ID] = r
+			got = append(got, r)
 		}
-		return rs.Err()
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return err
+		}
+		for i := range got {
+			if err := resolveReleases(ctx, q, &s.(*sqlStore).labels, []*Release{&got[i]}); err != nil {
+				return err
+			}
+			out[got[i].ID] = got[i]
+		}
+		return nil
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,9 @@ func (s *sqlStore) FindIdem(ctx context.Context, user, key string, prov Provenan
 		if errors.Is(err, errNoRows) {
 			return nil
 		}
+		if err == nil {
+			err = resolveReleases(ctx, q, &s.labels, []*Release{&rel})
+		}
 		found = err == nil
 		return err
 	})

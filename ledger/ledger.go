@@ -82,6 +82,11 @@ type Release struct {
 	// redundant: they are dropped). Duplicates are ignored. Empty means no
 	// protected pair can change the list (it is then 0-DP whatever its Cost).
 	Influencers []string
+
+	// inflIDs is the stored encoding of Influencers (schema 8: see
+	// influence.go) between scanning a release and resolving its label ids
+	// (resolveReleases); nil otherwise.
+	inflIDs []byte
 }
 
 // Provenance is where a release's noise came from. It is recorded with every

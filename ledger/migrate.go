@@ -79,6 +79,7 @@ var migrations = []migration{
 	{5, "CHECK constraints on running totals: spend and exposure never negative, seeded <= releases", nil}, // dialectStmts
 	{6, "privacy unit of each release (party or pair; releases recorded before are party-unit)", []string{unitMigration}},
 	{7, "party-unit cost of each release and party-unit totals per user (pair-unit releases recorded before: unbounded)", partyMigration},
+	{8, "influencer sets stored compactly: labels once in influencer_labels, per release the delta-coded label ids (releases recorded before keep their JSON arrays)", labelMigration},
 }
 
 // dialectStmts holds the statements of migrations that differ between the

@@ -24,6 +24,9 @@ func (s *sqlStore) Latest(ctx context.Context, user, model string, k int, prov P
 		if errors.Is(err, errNoRows) {
 			return nil
 		}
+		if err == nil {
+			err = resolveReleases(ctx, q, &s.labels, []*Release{&rel})
+		}
 		found = err == nil
 		return err
 	})
@@ -56,18 +59,34 @@ func (s *sqlStore) LatestBatch(ctx context.Context, users []string, model string
 			if err != nil {
 				return err
 			}
-			defer rs.Close()
+			var got []Release
 			for rs.Next() {
 				rel, err := scanReleaseFor(rs, s.schema)
 				if err != nil {
+					rs.Close()
 					return err
 				}
 				if rel.Seeded != (prov == Seeded) { // the query filters on it: a broken store
+					rs.Close()
 					return fmt.Errorf("ledger: release %d of %q is %s, asked for %s", rel.ID, rel.User, rel.Provenance(), prov)
 				}
+				got = append(got, rel)
+			}
+			rs.Close()
+			if err := rs.Err(); err != nil {
+				return err
+			}
+			ptrs := make([]*Release, len(got))
+			for i := range got {
+				ptrs[i] = &got[i]
+			}
+			if err := resolveReleases(ctx, qr, &s.labels, ptrs); err != nil {
+				return err
+			}
+			for _, rel := range got {
 				out[rel.User] = rel // ascending id: the newest wins
 			}
-			return rs.Err()
+			return nil
 		})
 		if err != nil {
 			return nil, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/dplp/dplp/privunit"
@@ -69,6 +70,8 @@ type sqlStore struct {
 	// older stores, without the later columns; their releases are
 	// party-unit); 0 or LatestSchema otherwise.
 	schema schemaLevel
+	// labels caches the committed influencer label ids (schema 8).
+	labels labelCache
 }
 
 // timeFormat is fixed width so that stored times sort as text.
@@ -84,11 +87,13 @@ func parseTime(s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-const releaseCols = releaseColsNoUnit + ", unit, " + partyCostCol
+const releaseCols = releaseColsNoUnit + ", unit, " + partyCostCol + ", infl_ids"
 
 func scanRelease(r row) (Release, error) { return scanReleaseFor(r, 0) }
 
-// scanReleaseFor scans releaseColsFor(v).
+// scanReleaseFor scans releaseColsFor(v). A release whose influencers are
+// stored encoded (schema 8) comes back with them in rel.inflIDs: the caller
+// resolves them with resolveReleases once its rows are closed.
 func scanReleaseFor(r row, v schemaLevel) (Release, error) {
 	var rel Release
 	var list, infl, created string
@@ -101,6 +106,10 @@ func scanReleaseFor(r row, v schemaLevel) (Release, error) {
 	}
 	if v.hasParty() {
 		dest = append(dest, &partyCost)
+	}
+	var inflIDs []byte
+	if v.hasLabels() {
+		dest = append(dest, &inflIDs)
 	}
 	if err := r.Scan(dest...); err != nil {
 		return rel, err
@@ -122,7 +131,9 @@ func scanReleaseFor(r row, v schemaLevel) (Release, error) {
 	if err := json.Unmarshal([]byte(list), &rel.List); err != nil {
 		return rel, fmt.Errorf("ledger: release %d: stored list: %w", rel.ID, err)
 	}
-	if err := json.Unmarshal([]byte(infl), &rel.Influencers); err != nil {
+	if inflIDs != nil {
+		rel.inflIDs = slices.Clone(inflIDs) // the driver may reuse its buffer
+	} else if err := json.Unmarshal([]byte(infl), &rel.Influencers); err != nil {
 		return rel, fmt.Errorf("ledger: release %d: stored influencers: %w", rel.ID, err)
 	}
 	if rel.List == nil {

@@ -31,6 +31,8 @@ func releaseColsFor(v schemaLevel) string {
 		return releaseColsNoUnit
 	case !v.hasParty():
 		return releaseColsNoUnit + ", unit"
+	case !v.hasLabels():
+		return releaseColsNoUnit + ", unit, " + partyCostCol
 	}
 	return releaseCols
 }

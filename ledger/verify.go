@@ -55,6 +55,10 @@ var maxProblems = 100
 //     its cost; every spend row's party_spent and party_unbounded equal
 //     the sum of the user's bounded party costs and the number of
 //     unbounded ones;
+//   - the influencer sets: a release recorded before schema 8 has a JSON
+//     array of strings; a later one an encoded id set (influence.go) that
+//     decodes, every id naming a row of influencer_labels (whose labels
+//     are neither empty nor "*");
 //   - every exposure row: eps and rho finite and >= 0.
 //
 // The error is non-nil only when the store could not be read; problems
@@ -142,9 +146,17 @@ func verifyTx(ctx context.Context, q querier, dialect string, rep *VerifyReport)
 	// Releases, summed per user in id order (the order charges add them).
 	sums := map[string]*userSums{}
 	party := v >= partySchema // a store at an older version is reported above
-	cols := "id, user_id, k, eps_p, cost, rho, seeded, list"
+	cols := "id, user_id, k, eps_p, cost, rho, seeded, list, influencers"
 	if party {
 		cols += ", unit, " + partyCostCol
+	}
+	labels := v >= labelSchema
+	var labelIDs map[int64]bool
+	if labels {
+		cols += ", infl_ids"
+		if labelIDs, err = readLabelIDs(ctx, q, rep); err != nil {
+			return err
+		}
 	}
 	rs, err = q.query(ctx, "SELECT "+cols+" FROM releases ORDER BY id")
 	if err != nil {
@@ -152,12 +164,16 @@ func verifyTx(ctx context.Context, q querier, dialect string, rep *VerifyReport)
 	}
 	for rs.Next() {
 		var id, k, seeded int64
-		var user, list string
+		var user, list, infl string
 		var epsP, cost, rho float64
 		unit, partyCost := "party", -1.0
-		dest := []any{&id, &user, &k, &epsP, &cost, &rho, &seeded, &list}
+		var inflIDs []byte
+		dest := []any{&id, &user, &k, &epsP, &cost, &rho, &seeded, &list, &infl}
 		if party {
 			dest = append(dest, &unit, &partyCost)
+		}
+		if labels {
+			dest = append(dest, &inflIDs)
 		}
 		if err := rs.Scan(dest...); err != nil {
 			rs.Close()
@@ -191,6 +207,20 @@ func verifyTx(ctx context.Context, q querier, dialect string, rep *VerifyReport)
 			rep.add(where, "stored list is not a JSON array of strings: %v", err)
 		} else if int64(len(labels)) > k {
 			rep.add(where, "list of %d labels is longer than k=%d", len(labels), k)
+		}
+		if inflIDs != nil {
+			ids, _, err := decodeInflSet(inflIDs)
+			if err != nil {
+				rep.add(where, "stored influencer set: %v", err)
+			}
+			for _, w := range ids {
+				if !labelIDs[w] {
+					rep.add(where, "stored influencer id %d has no label in influencer_labels", w)
+					break
+				}
+			}
+		} else if err := eachInfluencer(infl, func(string) {}); err != nil {
+			rep.add(where, "stored influencers are not a JSON array of strings: %v", err)
 		}
 		u := sums[user]
 		if u == nil {
@@ -316,4 +346,27 @@ func (r VerifyReport) Err() error {
 		fmt.Fprintf(&b, "\n  ... and %d more", r.Truncated)
 	}
 	return fmt.Errorf("%w: %d problem(s)%s", errVerify, len(r.Problems)+r.Truncated, b.String())
+}
+
+// readLabelIDs reads the ids of influencer_labels (schema 8), reporting
+// empty labels and "*" (which is a flag of the sets, never a label).
+func readLabelIDs(ctx context.Context, q querier, rep *VerifyReport) (map[int64]bool, error) {
+	rs, err := q.query(ctx, "SELECT id, label FROM influencer_labels")
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	ids := map[int64]bool{}
+	for rs.Next() {
+		var id int64
+		var w string
+		if err := rs.Scan(&id, &w); err != nil {
+			return nil, err
+		}
+		if w == "" || w == "*" {
+			rep.add(fmt.Sprintf("influencer label %d", id), "label %q (want a party label, not empty or \"*\")", w)
+		}
+		ids[id] = true
+	}
+	return ids, rs.Err()
 }

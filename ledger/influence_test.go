@@ -1,0 +1,335 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// randomLabels returns a random set of labels: decimal, unicode, with
+// escapes, and sometimes "*".
+func randomLabels(rng *rand.Rand) []string {
+	n := rng.IntN(40)
+	var out []string
+	for range n {
+		switch rng.IntN(5) {
+		case 0:
+			out = append(out, fmt.Sprint(rng.IntN(1000)))
+		case 1:
+			out = append(out, fmt.Sprintf("ünïcödé-%d-日本", rng.IntN(50)))
+		case 2:
+			out = append(out, fmt.Sprintf("q\"uote\\%d\n", rng.IntN(20)))
+		case 3:
+			out = append(out, "*")
+		default:
+			out = append(out, fmt.Sprintf("p%d 🙂", rng.Uint64()))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// The encoding round-trips: ids through appendInflSet/decodeInflSet, and
+// label sets (with "*" and unicode) through the label cache.
+func TestInflSetRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for it := 0; it < 2000; it++ {
+		var ids []int64
+		next := int64(0)
+		for range rng.IntN(50) {
+			switch rng.IntN(3) {
+			case 0:
+				next += 1
+			case 1:
+				next += 1 + rng.Int64N(200)
+			default:
+				next += 1 + rng.Int64N(1<<40)
+			}
+			ids = append(ids, next)
+		}
+		star := rng.IntN(2) == 0
+		b := appendInflSet(nil, ids, star)
+		if len(b) == 0 {
+			t.Fatal("empty encoding")
+		}
+		got, gotStar, err := decodeInflSet(b)
+		if err != nil || gotStar != star || !slices.Equal(got, ids) {
+			t.Fatalf("ids %v star %v: got %v %v %v", ids, star, got, gotStar, err)
+		}
+		// Truncations and extensions are errors, never other sets.
+		if len(b) > 1 {
+			if _, _, err := decodeInflSet(b[:len(b)-1]); err == nil {
+				t.Fatalf("%x truncated decodes", b)
+			}
+		}
+		if _, _, err := decodeInflSet(append(slices.Clone(b), 1)); err == nil {
+			t.Fatalf("%x extended decodes", b)
+		}
+	}
+	if _, _, err := decodeInflSet(nil); err == nil {
+		t.Fatal("empty blob decodes")
+	}
+	if _, _, err := decodeInflSet([]byte{4, 1, 0}); err == nil { // delta 0: not increasing
+		t.Fatal("repeated id decodes")
+	}
+
+	var c labelCache
+	assigned := map[string]int64{}
+	lastID := int64(0)
+	for it := 0; it < 2000; it++ {
+		labels := randomLabels(rng)
+		for _, w := range labels {
+			if _, ok := assigned[w]; !ok && w != "*" {
+				lastID += 1 + rng.Int64N(3)*1000 // unique ids, with gaps
+				assigned[w] = lastID
+			}
+		}
+		learned := map[string]int64{}
+		for _, w := range labels {
+			if id, ok := assigned[w]; ok {
+				learned[w] = id
+			}
+		}
+		b := encodeInfl(&c, labels, learned, nil)
+		c.learn(learned)
+		ids, star, err := decodeInflSet(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := inflLabels(&c, ids, star)
+		if !slices.Equal(got, labels) && !(len(got) == 0 && len(labels) == 0) {
+			t.Fatalf("labels %q: got %q", labels, got)
+		}
+	}
+}
+
+// Influencer sets come back from the store as charged (normalized), on
+// every read path, and Exposure sums them.
+func TestInfluencersStored(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		ctx := ctxT(t)
+		dsn := fx.dsn(t)
+		s := openDSN(t, dsn)
+		rng := rand.New(rand.NewPCG(3, 4))
+		want := map[string][]string{}
+		expo := map[string]float64{}
+		var batch []Release
+		for i := range 60 {
+			r := testRelease(fmt.Sprintf("u%d", i), "x", 0.5)
+			r.IdemKey = "k"
+			r.Influencers = randomLabels(rng)
+			norm, err := normInfluencers(r.User, r.Influencers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want[r.User] = norm
+			for _, w := range norm {
+				expo[w] += r.Cost
+			}
+			batch = append(batch, r)
+		}
+		res, err := s.(BudgetStore).ChargeBatch(ctx, batch, Unlimited)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil || !r.Fresh {
+				t.Fatal(r.Err)
+			}
+		}
+		check := func(where string, s Store, got Release) {
+			t.Helper()
+			w := want[got.User]
+			if len(w) == 0 {
+				w = []string{}
+			}
+			if !reflect.DeepEqual(got.Influencers, w) || got.inflIDs != nil {
+				t.Errorf("%s %s: influencers %q, want %q", where, got.User, got.Influencers, w)
+			}
+		}
+		// A fresh process (empty cache) and the writer (cache filled).
+		for _, st := range []Store{openDSN(t, dsn), s} {
+			for u := range want {
+				rel, ok, err := st.(IdemFinder).FindIdem(ctx, u, "k", Crypto)
+				if err != nil || !ok {
+					t.Fatal(ok, err)
+				}
+				check("FindIdem", st, rel)
+				rel, ok, err = st.Latest(ctx, u, "test-model", 4, Crypto)
+				if err != nil || !ok {
+					t.Fatal(ok, err)
+				}
+				check("Latest", st, rel)
+			}
+			users := make([]string, 0, len(want))
+			for u := range want {
+				users = append(users, u)
+			}
+			m, err := st.LatestBatch(ctx, users, "test-model", 4, Crypto)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rel := range m {
+				check("LatestBatch", st, rel)
+			}
+			// Re-serving by key returns the stored set.
+			again, err := st.(BudgetStore).ChargeBatch(ctx, batch, Unlimited)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range again {
+				if r.Err != nil || r.Fresh {
+					t.Fatal(r.Err, r.Fresh)
+				}
+				check("re-serve", st, r.Release)
+			}
+		}
+		got, err := openDSN(t, dsn).Exposure(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		star := expo["*"]
+		if len(got) != len(expo) {
+			t.Errorf("%d exposure rows, want %d", len(got), len(expo))
+		}
+		for _, e := range got {
+			w := expo[e.Party]
+			if e.Party != "*" {
+				w += star
+			}
+			if !near(e.Eps, w) {
+				t.Errorf("exposure of %q: %v, want %v", e.Party, e.Eps, w)
+			}
+		}
+		if rep, err := Verify(ctx, s); err != nil || !rep.OK() {
+			t.Fatalf("verify: %v %v", rep.Err(), err)
+		}
+	})
+}
+
+// A schema-7 store's releases (their influencers JSON arrays, folded or
+// not) read and fold after migration 8 exactly as a store that recorded
+// the same releases at schema 8.
+func TestLabelMigration(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		ctx := ctxT(t)
+		dsn, ref := fx.dsn(t), fx.dsn(t)
+		old, err := openAt(ctx, dsn, partySchema, OpenOptions{Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		newRef := openDSN(t, ref)
+		charge := func(r Release, stores ...interface {
+			Charge(context.Context, Release, Cap) (Release, bool, error)
+		}) Release {
+			t.Helper()
+			var got Release
+			for _, s := range stores {
+				rel, _, err := s.Charge(ctx, r, Unlimited)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = rel
+			}
+			return got
+		}
+		mk := func(user, tag string, cost float64, infl ...string) Release {
+			r := testRelease(user, tag, cost)
+			r.Influencers = infl
+			r.IdemKey = tag
+			return r
+		}
+		charge(mk("u", "1", 1, "w1", "ünï \"q\"", "日本"), old, newRef)
+		charge(mk("v", "2", 0.25, "*"), old, newRef)
+		if _, err := old.Exposure(ctx, 0); err != nil { // folds 1 and 2
+			t.Fatal(err)
+		}
+		if _, err := newRef.Exposure(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		charge(mk("u", "3", 0.5, "w1", "w2"), old, newRef) // unfolded at migration
+		charge(mk("w", "4", 0.75), old, newRef)
+		old.Close()
+
+		s := openDSN(t, dsn)
+		if v, err := s.SchemaVersion(ctx); err != nil || v != LatestSchema || v < labelSchema {
+			t.Fatalf("schema %d %v", v, err)
+		}
+		if rep, err := Verify(ctx, s); err != nil || !rep.OK() {
+			t.Fatalf("verify after migration: %v %v", rep.Err(), err)
+		}
+		charge(mk("u", "5", 0.125, "w2", "ünï \"q\"", "x"), s, newRef)
+		for _, tc := range []struct {
+			user, key string
+			want      []string
+		}{
+			{"u", "1", []string{"w1", "ünï \"q\"", "日本"}},
+			{"v", "2", []string{"*"}},
+			{"u", "3", []string{"w1", "w2"}},
+			{"w", "4", []string{}},
+			{"u", "5", []string{"w2", "x", "ünï \"q\""}},
+		} {
+			want := slices.Clone(tc.want)
+			slices.Sort(want)
+			for name, st := range map[string]Store{"migrated": s, "reference": newRef} {
+				rel, ok, err := st.(IdemFinder).FindIdem(ctx, tc.user, tc.key, Crypto)
+				if err != nil || !ok || !reflect.DeepEqual(rel.Influencers, want) {
+					t.Errorf("%s: release %s of %s: influencers %q %v %v, want %q", name, tc.key, tc.user, rel.Influencers, ok, err, want)
+				}
+			}
+		}
+		got, err := s.Exposure(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantExpo, err := newRef.Exposure(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, wantExpo) {
+			t.Errorf("exposure after migration %+v, want %+v", got, wantExpo)
+		}
+		if rep, err := Verify(ctx, s); err != nil || !rep.OK() {
+			t.Fatalf("verify: %v %v", rep.Err(), err)
+		}
+	})
+}
+
+// Verify checks the encoded influencer sets.
+func TestVerifyLabels(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		ctx := ctxT(t)
+		for _, tc := range []struct {
+			edit, want string
+		}{
+			{"UPDATE releases SET infl_ids = ? WHERE user_id = 'u'", "stored influencer set"},
+			{"DELETE FROM influencer_labels WHERE label = 'w2'", "has no label"},
+			{"UPDATE influencer_labels SET label = '*' WHERE label = 'w2'", "want a party label"},
+		} {
+			t.Run(tc.want, func(t *testing.T) {
+				s := fx.open(t).(*sqlStore)
+				if _, _, err := s.Charge(ctx, testRelease("u", "1", 1), Unlimited); err != nil {
+					t.Fatal(err)
+				}
+				if rep, err := Verify(ctx, s); err != nil || !rep.OK() {
+					t.Fatalf("clean store: %v %v", rep.Err(), err)
+				}
+				var args []any
+				if strings.Contains(tc.edit, "?") {
+					args = append(args, []byte{4, 1}) // two ids, one present
+				}
+				if err := s.b.write(ctx, func(q querier) error { return q.exec(ctx, tc.edit, args...) }); err != nil {
+					t.Fatal(err)
+				}
+				rep, err := Verify(ctx, s)
+				if err != nil || rep.OK() || !strings.Contains(rep.Err().Error(), tc.want) {
+					t.Fatalf("%s: %v %v", tc.edit, rep.Err(), err)
+				}
+			})
+		}
+	})
+}
