@@ -85,16 +85,12 @@ type Scorer struct {
 
 	off    []int64 // = g.Off
 	adj    []int32 // per node z: non-protected neighbours, then protected ones (each part ascending)
-	pubEnd []int64 // adj[off[z]:pubEnd[z]] are z's neighbours over non-protected edges
+	sp     []span  // per node z: where its neighbours lie in adj (one cache line per lookup)
 	deg    []int32
 	pubDeg []int32
+	maxDeg int32
 
-	// AA/RA weights of a common neighbour z: w[z] on the full graph (any
-	// positive value when deg(z) < 2, where z can only reach u); wPub[0][z]
-	// for degPub = pubDeg(z) and wPub[1][z] for pubDeg(z)+1, the latter used
-	// when the edge {u,z} is protected (it still counts toward degPub_u(z)).
-	w    []float64
-	wPub [2][]float64
+	wt []weight // AA/RA weights of every node as a common neighbour
 
 	deltaS []float64 // per query, invariant (see Sensitivity)
 
@@ -126,9 +122,9 @@ func New(g *graph.Graph, p *protect.Set, k Kind) (*Scorer, error) {
 	s.split()
 	switch k {
 	case AA:
-		s.w, s.wPub[0], s.wPub[1] = s.weights(func(d int32) float64 { return 1 / math.Log(float64(d)) })
+		s.wt = s.weights(func(d int32) float64 { return 1 / math.Log(float64(d)) })
 	case RA:
-		s.w, s.wPub[0], s.wPub[1] = s.weights(func(d int32) float64 { return 1 / float64(d) })
+		s.wt = s.weights(func(d int32) float64 { return 1 / float64(d) })
 	}
 	s.sensitivities()
 	return s, nil
@@ -148,7 +144,7 @@ func (s *Scorer) Graph() *graph.Graph { return s.g }
 func (s *Scorer) split() {
 	g, p, n := s.g, s.p, s.n
 	s.adj = make([]int32, len(g.Adj))
-	s.pubEnd = make([]int64, n)
+	s.sp = make([]span, n)
 	s.deg = make([]int32, n)
 	s.pubDeg = make([]int32, n)
 	for z := int32(0); int(z) < n; z++ {
@@ -177,31 +173,48 @@ func (s *Scorer) split() {
 				k++
 			}
 		}
-		s.pubEnd[z] = lo + int64(np)
+		s.sp[z] = span{lo: lo, np: int32(np), deg: int32(len(nb))}
 		s.deg[z] = int32(len(nb))
 		s.pubDeg[z] = int32(np)
+		s.maxDeg = max(s.maxDeg, int32(len(nb)))
 	}
+}
+
+// span locates node z's neighbours in Scorer.adj: adj[lo:lo+np] are the
+// neighbours over non-protected edges, adj[lo+np:lo+deg] the protected ones.
+// The wedge loops read one span per neighbour z of the query, at random: 16
+// bytes, so one cache line, where off and a separate pubEnd cost two or three.
+type span struct {
+	lo      int64
+	np, deg int32
+}
+
+// weight is the AA/RA weight of a common neighbour z: w on the full graph
+// (any positive value when deg(z) < 2, where z can only reach u); pub[0]
+// for degPub = pubDeg(z) and pub[1] for pubDeg(z)+1, the latter used when
+// the edge {u,z} is protected (it still counts toward degPub_u(z)). Padded
+// to 32 bytes: the wedge loops read one per z at random, one cache line.
+type weight struct {
+	w   float64
+	pub [2]float64
+	_   float64
 }
 
 // weights tabulates f(deg) and f(pubDeg), f(pubDeg+1) per node; degrees below
 // 2 never weigh a candidate and get a finite placeholder (1 for the full-graph
 // weight, which must stay positive so a touched accumulator is never zero).
-func (s *Scorer) weights(f func(int32) float64) (w, p0, p1 []float64) {
+func (s *Scorer) weights(f func(int32) float64) []weight {
 	safe := func(d int32, low float64) float64 {
 		if d < 2 {
 			return low
 		}
 		return f(d)
 	}
-	w = make([]float64, s.n)
-	p0 = make([]float64, s.n)
-	p1 = make([]float64, s.n)
-	for z := range s.n {
-		w[z] = safe(s.deg[z], 1)
-		p0[z] = safe(s.pubDeg[z], 0)
-		p1[z] = safe(s.pubDeg[z]+1, 0)
+	wt := make([]weight, s.n)
+	for z := range wt {
+		wt[z] = weight{w: safe(s.deg[z], 1), pub: [2]float64{safe(s.pubDeg[z], 0), safe(s.pubDeg[z]+1, 0)}}
 	}
-	return w, p0, p1
+	return wt
 }
 
 // Sensitivity returns the invariant bounds of privacy-model §4 for query u:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
+	"unsafe"
 
 	"github.com/dplp/dplp/internal/par"
 )
@@ -34,11 +35,13 @@ type accum struct{ s, p float64 }
 // create one per goroutine with Scorer.NewWorker.
 type Worker struct {
 	s *Scorer
-	// CN, JC: low 32 bits count every wedge, high 32 bits count wedges whose
-	// second pair {z,v} is not protected. Length is a power of two so that
-	// indexing with v&mask needs no bounds check.
-	cnt []uint64
-	acc []accum // AA, RA; same length rule
+	// CN, JC: the low half of a word counts every wedge, the high half the
+	// wedges whose second pair {z,v} is not protected (see counter): cnt32
+	// when every degree is below 2^15, else cnt. Length is a power of two so
+	// that indexing with v&mask needs no bounds check.
+	cnt   []uint64
+	cnt32 []uint32
+	acc   []accum // AA, RA; same length rule
 
 	dense []float64 // Bounded: scores of the last query's candidates
 
@@ -63,7 +66,11 @@ func (s *Scorer) NewWorker() *Worker {
 	w := &Worker{s: s, stamp: make([]uint32, s.n), touched: make([]int32, pow2(s.n))}
 	switch s.kind {
 	case CN, JC:
-		w.cnt = make([]uint64, pow2(s.n))
+		if s.maxDeg < 1<<15 {
+			w.cnt32 = make([]uint32, pow2(s.n))
+		} else {
+			w.cnt = make([]uint64, pow2(s.n))
+		}
 	case AA, RA:
 		w.acc = make([]accum, pow2(s.n))
 	case Bounded:
@@ -112,6 +119,11 @@ func (w *Worker) reset() {
 			w.cnt[v] = 0
 		}
 	}
+	if w.cnt32 != nil {
+		for _, v := range w.touched[:w.nt] {
+			w.cnt32[v] = 0
+		}
+	}
 	if w.acc != nil {
 		for _, v := range w.touched[:w.nt] {
 			w.acc[v] = accum{}
@@ -130,16 +142,93 @@ func grow(r *Result, n int) {
 	r.Cands, r.S, r.Pub = r.Cands[:n], r.S[:n], r.Pub[:n]
 }
 
-const pubInc = 1 + 1<<32
+// Prefetch distances of the wedge loops, counted in neighbours z of the
+// query: while z_i's neighbours are scattered, the span of z_{i+spanAhead}
+// and the first adjLines cache lines of z_{i+adjAhead}'s neighbour list are
+// requested. On hub-heavy graphs most wedges come from short lists at random
+// places in adj (the wedge mass is spread evenly over the degree scale), so
+// without this each list start and each span is a cache miss that the
+// scatter waits for; longer lists are picked up by the hardware prefetcher.
+const (
+	spanAhead = 4
+	adjAhead  = 2
+	adjLines  = 4
+)
+
+// prefetchStart requests the spans (and weights, wt non-nil) and the list
+// starts of the first neighbours of a query, those the look-ahead of the
+// wedge loops skips.
+func (s *Scorer) prefetchStart(nbU []int32, wt []weight) {
+	for i := range min(spanAhead, len(nbU)) {
+		var pw unsafe.Pointer
+		if wt != nil {
+			pw = unsafe.Pointer(&wt[nbU[i]])
+		}
+		prefetch(unsafe.Pointer(&s.sp[nbU[i]]), pw, nil, 0)
+	}
+	for i := range min(adjAhead, len(nbU)) {
+		pl, lines := s.listStart(nbU[i])
+		prefetch(nil, nil, pl, lines)
+	}
+}
+
+// listStart is where z's neighbour list starts and how many cache lines,
+// at most adjLines, it covers (0 for an empty list).
+func (s *Scorer) listStart(z int32) (unsafe.Pointer, int) {
+	x := s.sp[z]
+	if x.deg <= 0 {
+		return nil, 0
+	}
+	p := unsafe.Pointer(&s.adj[x.lo])
+	return p, min(adjLines, (int(uintptr(p)&63)+4*int(x.deg)+63)>>6)
+}
+
+// counter is a CN/JC accumulator word of 2 x half bits: the low half counts
+// every wedge u -> z -> v, the high half the wedges whose second pair {z,v}
+// is not protected, and its top bit is free for the extraction's mark (both
+// counts are at most deg(u)). 64-bit words in general; 32-bit ones, two
+// 16-bit halves, when every degree is below 2^15: half the footprint of the
+// accumulators, which the scatter hits at random, so more of them stay in
+// cache.
+type counter interface{ ~uint32 | ~uint64 }
+
+// halfBits is the width of a counter's half: 16 or 32 (a constant in each
+// instantiation).
+func halfBits[T counter]() uint { return uint(unsafe.Sizeof(T(0))) * 4 }
 
 func (w *Worker) counts(u int32, r *Result) {
+	if w.cnt32 != nil {
+		countsIn(w, w.cnt32, u, r)
+	} else {
+		countsIn(w, w.cnt, u, r)
+	}
+}
+
+func countsIn[T counter](w *Worker, cnt []T, u int32, r *Result) {
 	s := w.s
-	adj, off, pubEnd := s.adj, s.off, s.pubEnd
-	cnt, tch := w.cnt, w.touched
+	adj, off, sp := s.adj, s.off, s.sp
+	tch := w.touched
+	half := halfBits[T]()
+	pubInc := T(1) + T(1)<<half
 	nt := 0
 	var wedges int64
-	for _, z := range adj[off[u]:off[u+1]] {
-		lo, mid, hi := off[z], pubEnd[z], off[z+1]
+	nbU := adj[off[u]:off[u+1]]
+	s.prefetchStart(nbU, nil)
+	for i, z := range nbU {
+		// Look-ahead: the span of nbU[i+spanAhead] and the first lines of
+		// nbU[i+adjAhead]'s list, in one call (written out here: a Go call
+		// around it would cost more than it saves on short lists).
+		var ps, pl unsafe.Pointer
+		lines := 0
+		if j := i + spanAhead; j < len(nbU) {
+			ps = unsafe.Pointer(&sp[nbU[j]])
+		}
+		if j := i + adjAhead; j < len(nbU) {
+			pl, lines = s.listStart(nbU[j])
+		}
+		prefetch(ps, nil, pl, lines)
+		x := sp[z]
+		lo, mid, hi := x.lo, x.lo+int64(x.np), x.lo+int64(x.deg)
 		wedges += hi - lo
 		nt = addCounts(cnt, tch, adj[lo:mid], pubInc, nt)
 		nt = addCounts(cnt, tch, adj[mid:hi], 1, nt)
@@ -148,56 +237,86 @@ func (w *Worker) counts(u int32, r *Result) {
 	r.Wedges = wedges
 
 	grow(r, nt)
-	cands, sc, pub := r.Cands, r.S, r.Pub
 	mask := len(cnt) - 1
-	// As in sums: mark u and its neighbours in their counters (bit 63; the
-	// public count in the high half is < 2^31) instead of looking each
-	// touched node up in stamp, and clear the marks afterwards.
-	const mark = 1 << 63
-	nbU := adj[off[u]:off[u+1]]
+	// As in sums: mark u and its neighbours in their counters (the top bit)
+	// instead of looking each touched node up in stamp, and clear the marks
+	// afterwards.
+	mark := T(1) << (2*half - 1)
 	cnt[int(u)&mask] |= mark
 	for _, z := range nbU {
 		cnt[int(z)&mask] |= mark
 	}
-	defer func() {
-		cnt[int(u)&mask] &^= mark
-		for _, z := range nbU {
-			cnt[int(z)&mask] &^= mark
-		}
-	}()
-	k := 0
+	var k int
 	if s.kind == CN {
-		for _, v := range tch[:nt] {
-			x := cnt[int(v)&mask]
-			if x&mark != 0 {
-				continue
-			}
-			cands[k] = v
-			sc[k] = float64(uint32(x))
-			pub[k] = float64(x >> 32)
-			k++
-		}
+		k = extractCN(r.Cands, r.S, r.Pub, cnt, tch[:nt])
 	} else {
-		du := s.deg[u]
-		deg, pubDeg := s.deg, s.pubDeg
-		for _, v := range tch[:nt] {
-			x := cnt[int(v)&mask]
-			if x&mark != 0 {
-				continue
-			}
-			c, cp := int32(uint32(x)), int32(x>>32)
-			cands[k] = v
-			// c >= 1, so the union du+deg(v)-c >= deg(v) >= 1.
-			sc[k] = float64(c) / float64(du+deg[v]-c)
-			if cp > 0 {
-				pub[k] = float64(cp) / float64(du+pubDeg[v]-cp)
-			} else {
-				pub[k] = 0
-			}
-			k++
-		}
+		k = extractJC(r.Cands, r.S, r.Pub, cnt, tch[:nt], sp, s.deg[u])
 	}
-	r.Cands, r.S, r.Pub = cands[:k], sc[:k], pub[:k]
+	cnt[int(u)&mask] &^= mark
+	for _, z := range nbU {
+		cnt[int(z)&mask] &^= mark
+	}
+	r.Cands, r.S, r.Pub = r.Cands[:k], r.S[:k], r.Pub[:k]
+}
+
+// extractCN writes the unmarked nodes of vs with their two counts to
+// cands, sc and pub from index 0 and returns how many it wrote. Its own
+// function, like addCounts: inside the larger caller the loop's values
+// spilled to the stack.
+//
+//go:noinline
+func extractCN[T counter](cands []int32, sc, pub []float64, cnt []T, vs []int32) int {
+	mask := len(cnt) - 1
+	if mask < 0 {
+		return 0 // unreachable (length is a power of two); proves mask non-negative
+	}
+	half := halfBits[T]()
+	mark, low := T(1)<<(2*half-1), T(1)<<half-1
+	k := 0
+	for _, v := range vs {
+		x := cnt[int(v)&mask]
+		if x&mark != 0 {
+			continue
+		}
+		cands[k] = v
+		sc[k] = float64(x & low)
+		pub[k] = float64(x >> half)
+		k++
+	}
+	return k
+}
+
+// extractJC is extractCN for JC: the ratios with the union sizes, from the
+// counts and the degrees of u (du) and of each v (from its span: one cache
+// line, where deg and pubDeg are two).
+//
+//go:noinline
+func extractJC[T counter](cands []int32, sc, pub []float64, cnt []T, vs []int32, sp []span, du int32) int {
+	mask := len(cnt) - 1
+	if mask < 0 {
+		return 0
+	}
+	half := halfBits[T]()
+	mark, low := T(1)<<(2*half-1), T(1)<<half-1
+	k := 0
+	for _, v := range vs {
+		x := cnt[int(v)&mask]
+		if x&mark != 0 {
+			continue
+		}
+		c, cp := int32(x&low), int32(x>>half)
+		cands[k] = v
+		y := sp[v]
+		// c >= 1, so the union du+deg(v)-c >= deg(v) >= 1.
+		sc[k] = float64(c) / float64(du+y.deg-c)
+		if cp > 0 {
+			pub[k] = float64(cp) / float64(du+y.np-cp)
+		} else {
+			pub[k] = 0
+		}
+		k++
+	}
+	return k
 }
 
 // addCounts adds inc to cnt[v] for every v in vs, appending first touches to
@@ -207,7 +326,7 @@ func (w *Worker) counts(u int32, r *Result) {
 // the loop's variables spill to the stack (AA measured about 2x slower).
 //
 //go:noinline
-func addCounts(cnt []uint64, tch []int32, vs []int32, inc uint64, nt int) int {
+func addCounts[T counter](cnt []T, tch []int32, vs []int32, inc T, nt int) int {
 	mask, tmask := len(cnt)-1, len(tch)-1
 	if mask < 0 || tmask < 0 {
 		return nt // unreachable (lengths are powers of two); proves the masks non-negative
@@ -226,36 +345,61 @@ func addCounts(cnt []uint64, tch []int32, vs []int32, inc uint64, nt int) int {
 
 func (w *Worker) sums(u int32, r *Result) {
 	s := w.s
-	adj, off, pubEnd, wt := s.adj, s.off, s.pubEnd, s.w
+	adj, off, sp, wt := s.adj, s.off, s.sp, s.wt
 	acc, tch := w.acc, w.touched
 	nt := 0
 	var wedges int64
-	// Part 0: {u,z} not protected; part 1: protected, so degPub_u(z) counts u too.
-	parts := [2][]int32{adj[off[u]:pubEnd[u]], adj[pubEnd[u]:off[u+1]]}
-	for part, zs := range parts {
-		wp := s.wPub[part]
-		for _, z := range zs {
-			a, b := wt[z], wp[z]
-			lo, mid, hi := off[z], pubEnd[z], off[z+1]
-			wedges += hi - lo
-			nt = addSums(acc, tch, adj[lo:mid], a, b, nt)
-			nt = addSums(acc, tch, adj[mid:hi], a, 0, nt)
+	nbU := adj[off[u]:off[u+1]]
+	s.prefetchStart(nbU, wt)
+	// nbU[:npU]: {u,z} not protected, public weight pub[0]; the rest are
+	// protected, so degPub_u(z) counts u too: pub[1].
+	npU := int(sp[u].np)
+	part := 0
+	for i, z := range nbU {
+		var ps, pw, pl unsafe.Pointer // look-ahead as in counts, weights too
+		lines := 0
+		if j := i + spanAhead; j < len(nbU) {
+			ps, pw = unsafe.Pointer(&sp[nbU[j]]), unsafe.Pointer(&wt[nbU[j]])
 		}
+		if j := i + adjAhead; j < len(nbU) {
+			pl, lines = s.listStart(nbU[j])
+		}
+		prefetch(ps, pw, pl, lines)
+		if i == npU {
+			part = 1
+		}
+		a, b := wt[z].w, wt[z].pub[part]
+		x := sp[z]
+		lo, mid, hi := x.lo, x.lo+int64(x.np), x.lo+int64(x.deg)
+		wedges += hi - lo
+		nt = addSums(acc, tch, adj[lo:mid], a, b, nt)
+		nt = addSums(acc, tch, adj[mid:hi], a, 0, nt)
 	}
 	w.nt = nt
 	r.Wedges = wedges
 
 	grow(r, nt)
-	cands, sc, pub := r.Cands, r.S, r.Pub
-	mask := len(acc) - 1
 	// u and its neighbours are not candidates. Rather than look each touched
 	// node up in stamp (a second random access per candidate), flip the sign
 	// of their sums (exact; a touched sum is > 0), skip negative sums, and
 	// flip them back so that At still reads their exact scores.
-	nbU := adj[off[u]:off[u+1]]
 	flipSums(acc, u, nbU)
+	k := extractSums(r.Cands, r.S, r.Pub, acc, tch[:nt])
+	flipSums(acc, u, nbU)
+	r.Cands, r.S, r.Pub = r.Cands[:k], r.S[:k], r.Pub[:k]
+}
+
+// extractSums is extractCN for AA/RA: the nodes of vs with non-negative
+// sums.
+//
+//go:noinline
+func extractSums(cands []int32, sc, pub []float64, acc []accum, vs []int32) int {
+	mask := len(acc) - 1
+	if mask < 0 {
+		return 0
+	}
 	k := 0
-	for _, v := range tch[:nt] {
+	for _, v := range vs {
 		x := acc[int(v)&mask]
 		if x.s < 0 {
 			continue
@@ -265,8 +409,7 @@ func (w *Worker) sums(u int32, r *Result) {
 		pub[k] = x.p
 		k++
 	}
-	flipSums(acc, u, nbU)
-	r.Cands, r.S, r.Pub = cands[:k], sc[:k], pub[:k]
+	return k
 }
 
 // flipSums negates the sums of u and its neighbours nbU: sums' mark (and
@@ -329,11 +472,10 @@ func (w *Worker) At(v int32) (s, pub float64) {
 	sc := w.s
 	switch sc.kind {
 	case CN:
-		x := w.cnt[v]
-		return float64(uint32(x)), float64(x >> 32)
+		c, cp := w.countsAt(v)
+		return float64(c), float64(cp)
 	case JC:
-		x := w.cnt[v]
-		c, cp := int32(uint32(x)), int32(x>>32)
+		c, cp := w.countsAt(v)
 		du := sc.deg[w.u]
 		if c > 0 {
 			s = float64(c) / float64(du+sc.deg[v]-c)
@@ -365,7 +507,8 @@ func (w *Worker) InZero(v int32) bool {
 	}
 	switch w.s.kind {
 	case CN, JC:
-		return w.cnt[v] == 0
+		c, _ := w.countsAt(v)
+		return c == 0
 	case AA, RA:
 		return w.acc[v].s == 0
 	}
@@ -382,16 +525,36 @@ func (w *Worker) ZeroCands(dst []int32) []int32 {
 	stamp, gen := w.stamp, w.gen
 	switch w.s.kind {
 	case CN, JC:
-		for v, x := range w.cnt[:w.s.n] {
-			if x == 0 && stamp[v] != gen {
-				dst = append(dst, int32(v))
-			}
+		if w.cnt32 != nil {
+			return zeroCands(dst, w.cnt32[:w.s.n], stamp, gen)
 		}
+		return zeroCands(dst, w.cnt[:w.s.n], stamp, gen)
 	case AA, RA:
 		for v, x := range w.acc[:w.s.n] {
 			if x.s == 0 && stamp[v] != gen {
 				dst = append(dst, int32(v))
 			}
+		}
+	}
+	return dst
+}
+
+// countsAt is v's two counts (every wedge, public wedges) from the last
+// Score.
+func (w *Worker) countsAt(v int32) (c, cp int32) {
+	if w.cnt32 != nil {
+		x := w.cnt32[v]
+		return int32(x & 0xffff), int32(x >> 16)
+	}
+	x := w.cnt[v]
+	return int32(uint32(x)), int32(x >> 32)
+}
+
+// zeroCands is ZeroCands for CN and JC counters.
+func zeroCands[T counter](dst []int32, cnt []T, stamp []uint32, gen uint32) []int32 {
+	for v, x := range cnt {
+		if x == 0 && stamp[v] != gen {
+			dst = append(dst, int32(v))
 		}
 	}
 	return dst

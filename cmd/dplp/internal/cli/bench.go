@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -96,7 +97,8 @@ func printBench(cmd *cobra.Command, asJSON bool, keys []string, vals map[string]
 // validate, the parsed score.
 type benchScoreOptions struct {
 	path, kind, qspec string
-	asJSON            bool
+	rounds            int
+	asJSON, baseline  bool
 	pf                protFlags
 
 	sk score.Kind
@@ -105,12 +107,42 @@ type benchScoreOptions struct {
 func newBenchScoreCmd() *cobra.Command {
 	o := &benchScoreOptions{}
 	cmd := &cobra.Command{
-		Use:   "score --graph FILE --score S [--queries all|N] [--json]",
+		Use:   "score --graph FILE --score S [--queries all|N] [--rounds N] [--baseline=false] [--json]",
 		Short: "Time scoring of queries against all their candidates",
 		Long: `Times the scoring of the chosen queries against all their candidates (every
 non-neighbour, including those whose score is 0) with s, s_pub, Delta_s and
 S_max, on all cores. Graph loading is not timed. Prints queries,
-candidate_pairs, wedges, seconds and pairs_per_second (JSON keys exactly these).`,
+candidate_pairs, wedges, seconds, pairs_per_second and wedges_per_second.
+
+Unless --baseline=false, the same run also measures, on the scorer's own CSR
+and the same cores:
+  bare_cn_seconds, bare_cn_wedges_per_second
+      a bare common-neighbours wedge loop over the same queries (a dense
+      counter, a first-touch list, counts read back and cleared; no result,
+      no public count, no exclusion of u's neighbours);
+  vs_bare_cn
+      bare_cn_seconds / seconds: the scorer's speed as a fraction of the bare
+      loop's on the same queries (1 = as fast, above 1 = faster); for CN, AA,
+      RA and JC, which enumerate the same wedges, the ratio of the wedge rates
+      (PA enumerates none: its wedges_per_second is 0);
+  stream_reads_per_second, adjacency_bytes
+      neighbour ids read per second by a sequential read of the whole
+      adjacency (adjacency_bytes long; repeated for at least 0.2 s). Every
+      wedge reads one neighbour id, so this is the rate the wedge loops would
+      reach if reading neighbours were all they did. When the adjacency fits
+      in the caches it is cache bandwidth, not main memory's;
+  bandwidth_fraction, bare_cn_bandwidth_fraction
+      wedges_per_second (resp. bare_cn_wedges_per_second) /
+      stream_reads_per_second: the share of that sequential rate the wedge
+      loop achieves; the rest is lost to random access (the scatter into the
+      per-candidate accumulators and the jumps between neighbour lists).
+
+Times are wall times, and on a shared machine they vary from run to run.
+--rounds N repeats the measurement N times, alternating which of the scorer
+and the bare loop goes first, and reports medians: of the times (rates are
+computed from them) and, for vs_bare_cn, of the rounds' own ratios.
+JSON: one object with these keys (the first five are those of earlier
+versions) and rounds.`,
 		Args: cobra.NoArgs,
 		RunE: checked(o.validate, o.run),
 	}
@@ -123,14 +155,29 @@ func (o *benchScoreOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.path, "graph", "", "edge list file")
 	f.StringVar(&o.kind, "score", "", "base score: cn, aa, ra, jc or pa")
 	f.StringVar(&o.qspec, "queries", "all", "all, or the number of queries (the first N nodes with candidates)")
+	f.IntVar(&o.rounds, "rounds", 1, "repeat the measurement this many times (>= 1) and report medians")
+	f.BoolVar(&o.baseline, "baseline", true, "also time a bare CN wedge loop and a sequential read of the adjacency (about doubles the run)")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
 	o.pf.register(cmd, "protect-seed")
 }
 
 func (o *benchScoreOptions) validate() error {
+	if o.rounds < 1 {
+		return fmt.Errorf("--rounds must be >= 1, got %d", o.rounds)
+	}
 	var err error
 	o.sk, err = score.ParseKind(o.kind)
 	return err
+}
+
+// benchMedian is the median of xs (not empty); it sorts xs.
+func benchMedian(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 func (o *benchScoreOptions) run(cmd *cobra.Command) error {
@@ -138,12 +185,53 @@ func (o *benchScoreOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	t, err := sc.Time(queries)
-	if err != nil {
-		return err
+	var t score.Throughput
+	var secs, bareSecs, ratios, streams []float64
+	var bareWedges, reads int64
+	for r := range o.rounds {
+		bare := func() {
+			var sec float64
+			bareWedges, sec = sc.BareCN(queries)
+			bareSecs = append(bareSecs, sec)
+		}
+		if o.baseline && r%2 == 1 {
+			bare()
+		}
+		if t, err = sc.Time(queries); err != nil {
+			return err
+		}
+		secs = append(secs, t.Seconds)
+		if o.baseline && r%2 == 0 {
+			bare()
+		}
+		if o.baseline {
+			ratios = append(ratios, bareSecs[r]/t.Seconds) // same wedges: the ratio of the rates
+			var sec float64
+			reads, sec = sc.StreamReads(0.2)
+			streams = append(streams, sec)
+		}
 	}
-	return printBench(cmd, o.asJSON, []string{"queries", "candidate_pairs", "wedges", "seconds", "pairs_per_second"},
-		map[string]any{"queries": t.Queries, "candidate_pairs": t.CandidatePairs, "wedges": t.Wedges, "seconds": t.Seconds, "pairs_per_second": float64(t.CandidatePairs) / t.Seconds})
+	t.Seconds = benchMedian(secs)
+	wps := float64(t.Wedges) / t.Seconds
+	keys := []string{"queries", "candidate_pairs", "wedges", "seconds", "pairs_per_second", "wedges_per_second"}
+	vals := map[string]any{"queries": t.Queries, "candidate_pairs": t.CandidatePairs, "wedges": t.Wedges, "seconds": t.Seconds,
+		"pairs_per_second": float64(t.CandidatePairs) / t.Seconds, "wedges_per_second": wps}
+	if o.baseline {
+		bsec := benchMedian(bareSecs)
+		bps, rps := float64(bareWedges)/bsec, float64(reads)/benchMedian(streams)
+		keys = append(keys, "bare_cn_seconds", "bare_cn_wedges_per_second", "vs_bare_cn",
+			"stream_reads_per_second", "adjacency_bytes", "bandwidth_fraction", "bare_cn_bandwidth_fraction")
+		vals["bare_cn_seconds"] = bsec
+		vals["bare_cn_wedges_per_second"] = bps
+		vals["vs_bare_cn"] = benchMedian(ratios)
+		vals["stream_reads_per_second"] = rps
+		vals["adjacency_bytes"] = 4 * len(sc.Graph().Adj)
+		vals["bandwidth_fraction"] = wps / rps
+		vals["bare_cn_bandwidth_fraction"] = bps / rps
+	}
+	keys = append(keys, "rounds")
+	vals["rounds"] = o.rounds
+	return printBench(cmd, o.asJSON, keys, vals)
 }
 
 // benchSampleOptions holds the flag values of bench sample and, after

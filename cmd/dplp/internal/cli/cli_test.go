@@ -119,8 +119,13 @@ func TestGenStatsScore(t *testing.T) {
 		t.Fatal(err)
 	}
 	var m map[string]float64
-	if err := json.Unmarshal([]byte(out), &m); err != nil || len(m) != 5 || m["candidate_pairs"] <= 0 || m["queries"] != 300 {
+	if err := json.Unmarshal([]byte(out), &m); err != nil || m["candidate_pairs"] <= 0 || m["queries"] != 300 || m["wedges"] <= 0 {
 		t.Fatalf("bench output %s %v", out, err)
+	}
+	for _, k := range []string{"seconds", "pairs_per_second"} {
+		if _, ok := m[k]; !ok {
+			t.Fatalf("bench output %s: no %q", out, k)
+		}
 	}
 	out, _, err = run(t, "bench", "charge", "--store", "sqlite:"+filepath.Join(dir, "l.db"), "--users", "700", "--order", "random", "--influencers", "2", "--json")
 	if err != nil {

@@ -1,0 +1,249 @@
+package score
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/protect"
+	"github.com/dplp/dplp/randx"
+	"pgregory.net/rapid"
+)
+
+// sameResult fails unless got and want are identical: the same candidates in
+// the same order, bit-identical scores, the same Zero, Wedges and
+// sensitivities.
+func sameResult(t fataler, k Kind, got, want *Result) {
+	t.Helper()
+	if got.U != want.U || got.Zero != want.Zero || got.Wedges != want.Wedges ||
+		math.Float64bits(got.DeltaS) != math.Float64bits(want.DeltaS) || math.Float64bits(got.SMax) != math.Float64bits(want.SMax) {
+		t.Fatalf("%v u=%d: U/Zero/Wedges/DeltaS/SMax %d/%d/%d/%v/%v, want %d/%d/%d/%v/%v", k, want.U,
+			got.U, got.Zero, got.Wedges, got.DeltaS, got.SMax, want.U, want.Zero, want.Wedges, want.DeltaS, want.SMax)
+	}
+	if !slices.Equal(got.Cands, want.Cands) {
+		t.Fatalf("%v u=%d: candidates (or their order) differ: %d vs %d listed", k, want.U, len(got.Cands), len(want.Cands))
+	}
+	bits := func(xs []float64) []uint64 {
+		out := make([]uint64, len(xs))
+		for i, x := range xs {
+			out[i] = math.Float64bits(x)
+		}
+		return out
+	}
+	if !slices.Equal(bits(got.S), bits(want.S)) || !slices.Equal(bits(got.Pub), bits(want.Pub)) {
+		t.Fatalf("%v u=%d: scores are not bit-identical to the reference kernel", k, want.U)
+	}
+}
+
+// checkKernel scores queries with a Worker and with the reference kernel
+// (ref_test.go) and requires identical results, and that At and InZero
+// agree with them on every node.
+func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
+	t.Helper()
+	for _, kw := range []struct {
+		k    Kind
+		wide bool
+	}{{CN, false}, {CN, true}, {JC, false}, {JC, true}, {AA, false}, {RA, false}} {
+		k := kw.k
+		sc, err := New(g, p, k)
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		if kw.wide {
+			// CN/JC use 32-bit counters when every degree is below 2^15;
+			// pretend otherwise so that the 64-bit ones are checked too.
+			sc.maxDeg = max(sc.maxDeg, 1<<15)
+		}
+		w, ref := sc.NewWorker(), newRefWorker(sc)
+		if (w.cnt32 != nil) == kw.wide && (k == CN || k == JC) {
+			t.Fatalf("%v: wide counters %v, want %v", k, w.cnt32 == nil, kw.wide)
+		}
+		var got, want Result
+		for _, u := range queries {
+			w.Score(u, &got)
+			ref.Score(u, &want)
+			sameResult(t, k, &got, &want)
+			// At and InZero read the accumulators left by Score.
+			pos := make(map[int32]int, len(got.Cands))
+			for i, v := range got.Cands {
+				pos[v] = i
+			}
+			for v := int32(0); int(v) < g.N(); v++ {
+				s, pub := w.At(v)
+				i, listed := pos[v]
+				switch {
+				case listed && (s != got.S[i] || pub != got.Pub[i]):
+					t.Fatalf("%v u=%d: At(%d) = (%v,%v), listed (%v,%v)", k, u, v, s, pub, got.S[i], got.Pub[i])
+				case !listed && v != u && !g.HasEdge(u, v) && (s != 0 || pub != 0 || !w.InZero(v)):
+					t.Fatalf("%v u=%d: unlisted candidate %d has At (%v,%v), InZero %v", k, u, v, s, pub, w.InZero(v))
+				case listed && w.InZero(v):
+					t.Fatalf("%v u=%d: listed %d reported in the Zero block", k, u, v)
+				}
+			}
+		}
+	}
+}
+
+func allNodes(n int) []int32 {
+	q := make([]int32, n)
+	for i := range q {
+		q[i] = int32(i)
+	}
+	return q
+}
+
+// TestKernelMatchesReferenceHubs: on hub-heavy Barabasi-Albert graphs with
+// protected edges and protected non-edges, every query scores exactly as
+// the reference kernel: same candidates in the same order, bit-identical
+// s and s_pub (AA/RA sums added in the same order), Wedges and Zero.
+func TestKernelMatchesReferenceHubs(t *testing.T) {
+	for _, c := range []struct {
+		n, m     int
+		sigma    float64
+		nonEdges float64
+	}{
+		{2000, 3, 0.3, 0.001},
+		{3000, 8, 0.5, 0},
+		{500, 1, 0.2, 0.01}, // a tree: degree-1 neighbours, empty protected parts
+		{1500, 5, 0, 0},     // nothing protected
+		{1500, 5, 1, 0},     // every edge protected
+	} {
+		g := barabasiAlbert(t, c.n, c.m, uint64(c.n+c.m))
+		p, err := protect.Synthetic(g, c.sigma, c.nonEdges, randx.Seeded(uint64(c.m)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		queries := allNodes(g.N())
+		if testing.Short() {
+			queries = queries[:200]
+		}
+		checkKernel(t, g, p, queries)
+	}
+}
+
+// TestKernelMatchesReferenceRapid: the same on random small graphs, with
+// hubs planted (stars over random subsets) and random protected pairs.
+func TestKernelMatchesReferenceRapid(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(2, 60).Draw(t, "n")
+		node := rapid.Int32Range(0, int32(n-1))
+		var edges []graph.Edge
+		for range rapid.IntRange(0, 3).Draw(t, "hubs") {
+			h := node.Draw(t, "hub")
+			for v := int32(0); int(v) < n; v++ {
+				if v != h && rapid.Float64Range(0, 1).Draw(t, "x") < 0.6 {
+					edges = append(edges, graph.Edge{U: h, V: v})
+				}
+			}
+		}
+		for range rapid.IntRange(1, 3*n).Draw(t, "edges") {
+			edges = append(edges, graph.Edge{U: node.Draw(t, "a"), V: node.Draw(t, "b")})
+		}
+		g, _, err := graph.FromEdges(n, edges, nil)
+		if err != nil {
+			t.Skip("no edges")
+		}
+		var prot []graph.Edge
+		for _, e := range g.EdgeList() {
+			if rapid.Bool().Draw(t, "protEdge") {
+				prot = append(prot, e)
+			}
+		}
+		for range rapid.IntRange(0, n).Draw(t, "protNonEdges") {
+			if e := (graph.Edge{U: node.Draw(t, "pa"), V: node.Draw(t, "pb")}); e.U != e.V {
+				prot = append(prot, e)
+			}
+		}
+		p, err := protect.New(n, prot)
+		if err != nil {
+			t.Fatalf("protect.New: %v", err)
+		}
+		checkKernel(t, g, p, allNodes(n))
+	})
+}
+
+// TestScoreMatchesPairHubs is TestScoreMatchesPairMedium on a hub-heavier
+// graph (m = 2 on 400 nodes: a few nodes of degree 30-60, most of degree 2-4)
+// with protected edges and non-edges, against the brute-force definitions.
+func TestScoreMatchesPairHubs(t *testing.T) {
+	g := barabasiAlbert(t, 400, 2, 5)
+	p, err := protect.Synthetic(g, 0.4, 0.01, randx.Seeded(11))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The hubs (the oldest nodes) and a spread of the rest.
+	queries := []int32{0, 1, 2, 3, 4, 5, 399}
+	if !testing.Short() {
+		for u := int32(6); u < 400; u += 13 {
+			queries = append(queries, u)
+		}
+	}
+	for _, k := range Kinds() {
+		sc, err := New(g, p, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := sc.NewWorker()
+		var r Result
+		for _, u := range queries {
+			w.Score(u, &r)
+			checkQuery(t, g, p, k, w, &r, u)
+		}
+	}
+}
+
+// TestKernelWideCounters: two non-adjacent hubs sharing 2^15 + 4 leaves
+// (CN(0, 1) does not fit in a 16-bit count), the leaves partly linked in a
+// path: CN and JC take the 64-bit counters and match the reference and the
+// definitions.
+func TestKernelWideCounters(t *testing.T) {
+	n := 1<<15 + 6
+	var edges []graph.Edge
+	for v := int32(2); int(v) < n; v++ {
+		edges = append(edges, graph.Edge{U: 0, V: v}, graph.Edge{U: 1, V: v})
+		if v > 2 && v%3 != 0 {
+			edges = append(edges, graph.Edge{U: v - 1, V: v})
+		}
+	}
+	g, _, err := graph.FromEdges(n, edges, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := protect.Synthetic(g, 0.3, 0, randx.Seeded(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []Kind{CN, JC} {
+		sc, err := New(g, p, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, ref := sc.NewWorker(), newRefWorker(sc)
+		if w.cnt == nil || w.cnt32 != nil {
+			t.Fatalf("%v: max degree %d, but 64-bit counters not chosen", k, sc.maxDeg)
+		}
+		var got, want Result
+		for _, u := range []int32{0, 1, 2, 3, 1000, int32(n - 1)} {
+			w.Score(u, &got)
+			ref.Score(u, &want)
+			sameResult(t, k, &got, &want)
+			for _, v := range []int32{0, 1, 2, 5, 999, 1001, int32(n - 2)} {
+				if v == u {
+					continue
+				}
+				s, pub := w.At(v)
+				ws, wpub := Pair(g, p, k, u, v)
+				if !near(s, ws) || !near(pub, wpub) {
+					t.Fatalf("%v u=%d: At(%d) = (%v,%v), want (%v,%v)", k, u, v, s, pub, ws, wpub)
+				}
+			}
+		}
+		if k == CN {
+			w.Score(0, &got)
+			if s, _ := w.At(1); s != float64(n-2) {
+				t.Fatalf("CN(0, 1) = %v, want %d", s, n-2)
+			}
+		}
+	}
+}

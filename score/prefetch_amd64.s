@@ -1,0 +1,31 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func prefetch(a, b, list unsafe.Pointer, lines int)
+TEXT ·prefetch(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), AX
+	TESTQ AX, AX
+	JZ   nob
+	PREFETCHT0 (AX)
+
+nob:
+	MOVQ b+8(FP), AX
+	TESTQ AX, AX
+	JZ   lists
+	PREFETCHT0 (AX)
+
+lists:
+	MOVQ list+16(FP), SI
+	MOVQ lines+24(FP), CX
+	TESTQ CX, CX
+	JLE  done
+
+loop:
+	PREFETCHT0 (SI)
+	ADDQ $64, SI
+	DECQ CX
+	JNZ  loop
+
+done:
+	RET
