@@ -375,37 +375,17 @@ func evalList(s *protocol.Split, sc, ev *score.Scorer, unit privunit.Unit, eps f
 		return listResult{}, errors.New("the scorers must score the split's test graph")
 	}
 	// Evidence first (ev may be another scorer than sc), then the release.
-	evid := make([][]float64, len(s.Queries))
 	idx0 := make(map[int32]int, len(s.Queries))
 	for i, q := range s.Queries {
 		idx0[q] = i
 	}
-	l1 := make([]float64, len(s.Queries))
-	var counts [][]float64
-	if ev != sc {
-		counts = make([][]float64, len(s.Queries))
-	}
-	var cbuf [][]int32 = make([][]int32, runtime.GOMAXPROCS(0))
-	if err := ev.EachWorker(s.Queries, func(w int, wk *score.Worker, r *score.Result) {
-		i := idx0[r.U]
-		cbuf[w] = s.Candidates(i, cbuf[w])
-		e := make([]float64, len(cbuf[w]))
-		var cn []float64
-		if counts != nil {
-			cn = make([]float64, len(cbuf[w]))
-			counts[i] = cn
-		}
-		for j, v := range cbuf[w] {
-			sv, pv := wk.At(v)
-			e[j] = sv - pv
-			if cn != nil {
-				cn[j] = pv
-			}
-		}
-		evid[i] = e
-		l1[i] = ev.Evidence(r.U, unit).L1
-	}); err != nil {
+	evid, counts, bounds, err := gatherEvidence(s, ev, ev != sc, unit, idx0)
+	if err != nil {
 		return listResult{}, err
+	}
+	l1 := make([]float64, len(s.Queries))
+	for i, b := range bounds {
+		l1[i] = b.L1
 	}
 	nw := runtime.GOMAXPROCS(0)
 	type acc struct {
@@ -417,13 +397,10 @@ func evalList(s *protocol.Split, sc, ev *score.Scorer, unit privunit.Unit, eps f
 	accs := make([]acc, nw)
 	perQ := make([]ranking.TopK, len(s.Queries))
 	costQ := make([]float64, len(s.Queries))
-	idx := make(map[int32]int, len(s.Queries))
-	for i, q := range s.Queries {
-		idx[q] = i
-	}
+	idx := idx0
 	var mu sync.Mutex
 	var firstErr error
-	err := sc.EachWorker(s.Queries, func(w int, wk *score.Worker, r *score.Result) {
+	err = sc.EachWorker(s.Queries, func(w int, wk *score.Worker, r *score.Result) {
 		a := &accs[w]
 		i := idx[r.U]
 		a.cands = s.Candidates(i, a.cands)
@@ -492,33 +469,13 @@ func evalTopK(s *protocol.Split, sc, ev *score.Scorer, unit privunit.Unit, m top
 		idx[q] = i
 	}
 	nw := runtime.GOMAXPROCS(0)
-	evid := make([][]float64, len(s.Queries))
-	var counts [][]float64
-	if ev != sc {
-		counts = make([][]float64, len(s.Queries))
+	evid, counts, bounds, err := gatherEvidence(s, ev, ev != sc, unit, idx)
+	if err != nil {
+		return listResult{}, err
 	}
 	linf := make([]float64, len(s.Queries))
-	cbuf := make([][]int32, nw)
-	if err := ev.EachWorker(s.Queries, func(w int, wk *score.Worker, r *score.Result) {
-		i := idx[r.U]
-		cbuf[w] = s.Candidates(i, cbuf[w])
-		e := make([]float64, len(cbuf[w]))
-		var cn []float64
-		if counts != nil {
-			cn = make([]float64, len(cbuf[w]))
-			counts[i] = cn
-		}
-		for j, v := range cbuf[w] {
-			sv, pv := wk.At(v)
-			e[j] = sv - pv
-			if cn != nil {
-				cn[j] = pv
-			}
-		}
-		evid[i] = e
-		linf[i] = ev.Evidence(r.U, unit).Linf
-	}); err != nil {
-		return listResult{}, err
+	for i, b := range bounds {
+		linf[i] = b.Linf
 	}
 	mono := topk.Monotone(ev.Kind(), unit)
 	type acc struct {
@@ -532,7 +489,7 @@ func evalTopK(s *protocol.Split, sc, ev *score.Scorer, unit privunit.Unit, m top
 	costQ := make([]float64, len(s.Queries))
 	var mu sync.Mutex
 	var firstErr error
-	err := sc.EachWorker(s.Queries, func(w int, wk *score.Worker, r *score.Result) {
+	err = sc.EachWorker(s.Queries, func(w int, wk *score.Worker, r *score.Result) {
 		a := &accs[w]
 		i := idx[r.U]
 		a.cands = s.Candidates(i, a.cands)
@@ -603,3 +560,37 @@ func (r *runner) listTrainPub(split *protocol.Split, c cell, kind score.Kind, qs
 
 // listRho is list.PriorRho of the split's test graph and marks.
 func listRho(s *protocol.Split) float64 { return list.PriorRho(s.Test, s.Prot) }
+
+// gatherEvidence scores every evaluation query of the split with ev (on
+// split.Test) and returns, per query (idx maps a query to its position),
+// the private evidence s - s_pub of each of its split candidates, their
+// public counts when withCounts (the evidence score is not the base score),
+// and the evidence bounds under unit: what the list-level methods release.
+func gatherEvidence(s *protocol.Split, ev *score.Scorer, withCounts bool, unit privunit.Unit, idx map[int32]int) (evid, counts [][]float64, bounds []score.EvidenceBound, err error) {
+	evid = make([][]float64, len(s.Queries))
+	bounds = make([]score.EvidenceBound, len(s.Queries))
+	if withCounts {
+		counts = make([][]float64, len(s.Queries))
+	}
+	cbuf := make([][]int32, runtime.GOMAXPROCS(0))
+	err = ev.EachWorker(s.Queries, func(w int, wk *score.Worker, r *score.Result) {
+		i := idx[r.U]
+		cbuf[w] = s.Candidates(i, cbuf[w])
+		e := make([]float64, len(cbuf[w]))
+		var cn []float64
+		if counts != nil {
+			cn = make([]float64, len(cbuf[w]))
+			counts[i] = cn
+		}
+		for j, v := range cbuf[w] {
+			sv, pv := wk.At(v)
+			e[j] = sv - pv
+			if cn != nil {
+				cn[j] = pv
+			}
+		}
+		evid[i] = e
+		bounds[i] = ev.Evidence(r.U, unit)
+	})
+	return evid, counts, bounds, err
+}
