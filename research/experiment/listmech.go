@@ -436,20 +436,7 @@ func evalList(s *protocol.Split, sc, ev *score.Scorer, unit privunit.Unit, eps f
 	if err != nil {
 		return listResult{}, err
 	}
-	var res listResult
-	for i := range perQ {
-		res.mean.Add(perQ[i])
-		res.cost += costQ[i]
-		if costQ[i] == 0 {
-			res.zero++
-		}
-	}
-	res.queries = len(s.Queries)
-	if res.queries > 0 {
-		res.mean.Scale(1 / float64(res.queries))
-		res.cost /= float64(res.queries)
-	}
-	return res, nil
+	return summariseList(perQ, costQ), nil
 }
 
 // evalTopK releases a joint-em or oneshot-topk list (mechanism m) for
@@ -526,20 +513,7 @@ func evalTopK(s *protocol.Split, sc, ev *score.Scorer, unit privunit.Unit, m top
 	if err != nil {
 		return listResult{}, err
 	}
-	var res listResult
-	for i := range perQ {
-		res.mean.Add(perQ[i])
-		res.cost += costQ[i]
-		if costQ[i] == 0 {
-			res.zero++
-		}
-	}
-	res.queries = len(s.Queries)
-	if res.queries > 0 {
-		res.mean.Scale(1 / float64(res.queries))
-		res.cost /= float64(res.queries)
-	}
-	return res, nil
+	return summariseList(perQ, costQ), nil
 }
 
 // listTrainPub returns the public scores of kind on the training
@@ -593,4 +567,24 @@ func gatherEvidence(s *protocol.Split, ev *score.Scorer, withCounts bool, unit p
 		bounds[i] = ev.Evidence(r.U, unit)
 	})
 	return evid, counts, bounds, err
+}
+
+// summariseList averages the per-query metrics and charges of a list-level
+// cell, in query order (so the total does not depend on scheduling), and
+// counts the lists released at cost 0.
+func summariseList(perQ []ranking.TopK, costQ []float64) listResult {
+	var res listResult
+	for i := range perQ {
+		res.mean.Add(perQ[i])
+		res.cost += costQ[i]
+		if costQ[i] == 0 {
+			res.zero++
+		}
+	}
+	res.queries = len(perQ)
+	if res.queries > 0 {
+		res.mean.Scale(1 / float64(res.queries))
+		res.cost /= float64(res.queries)
+	}
+	return res
 }
