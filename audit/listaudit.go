@@ -31,6 +31,15 @@ import (
 // invariant). With W = 0 the list never reads the vector: cost 0 and
 // log-ratio 0 (checked: the public scores must be equal).
 //
+// The Gaussian release (Combine.Gauss, §16.9) adds N(0, sd^2) noise,
+// sd = scale x L2(u) / eps, and is charged rho = eps^2 / 2 zCDP. The zCDP
+// of a Gaussian vector release between G and G' is exact and closed-form:
+// the Rényi divergence of order alpha between N(e, sd^2 I) and
+// N(e', sd^2 I) is alpha ||e - e'||_2^2 / (2 sd^2), so the smallest rho
+// with D_alpha <= alpha rho for every alpha is ||e - e'||_2^2 / (2 sd^2);
+// the audit computes it for every neighbour and compares it with the
+// charged rho (list.ZCDP), and requires L2(u) to be invariant.
+//
 // perturb-once flips every protected pair independently with probability
 // 1/(1+e^eps) and publishes the result. Its exact log-ratio between G and
 // G' is the sum over the differing pairs of ln((1-q)/q) = eps for each, so
@@ -110,13 +119,41 @@ func laplaceLogRatio(e, e2 []float64, b float64) float64 {
 	return total
 }
 
+// gaussRho is the exact zCDP parameter of releasing e + N(0, sd^2 I)
+// against e2 + N(0, sd^2 I): ||e - e2||_2^2 / (2 sd^2).
+func gaussRho(e, e2 []float64, sd float64) float64 {
+	var ss float64
+	for i := range e {
+		d := e[i] - e2[i]
+		ss += d * d
+	}
+	return ss / (2 * sd * sd)
+}
+
 // AuditList checks dplp-list with combination c at eps under unit on
 // (g, p) for score kind and every query u: every u-neighbouring G' is
 // enumerated and the released vector's worst log density ratio is compared
-// with the charged cost. noiseFactor multiplies the noise scale (1: the
-// mechanism; 0.5: the halved-noise negative control, which must fail).
+// with the charged cost (for a Gaussian combination: the exact zCDP
+// against the charged rho; WorstRatio is then a ratio of rhos).
+// noiseFactor multiplies the noise scale (1: the mechanism; 0.5: the
+// halved-noise negative control, which must fail).
 func AuditList(g *graph.Graph, p *protect.Set, kind score.Kind, unit privunit.Unit, eps float64, c list.Combine, noiseFactor float64) (ListReport, error) {
+	return AuditListNeighbours(g, p, kind, unit, unit, eps, c, noiseFactor)
+}
+
+// AuditListNeighbours is AuditList with the bounds (and so the noise and
+// the charge) of unit and the neighbouring graphs of nb: with nb = unit it
+// is AuditList; unit = Pair with nb = Party is the negative control of the
+// party unit's bounds (a party moves several coordinates at once), which
+// must fail wherever some party holds two pairs that move u's evidence.
+func AuditListNeighbours(g *graph.Graph, p *protect.Set, kind score.Kind, unit, nb privunit.Unit, eps float64, c list.Combine, noiseFactor float64) (ListReport, error) {
 	rep := ListReport{Unit: unit.String(), Mechanism: "dplp-list"}
+	if nb != unit {
+		rep.Unit = unit.String() + " (" + nb.String() + " neighbours)"
+	}
+	if c.Gauss {
+		rep.Mechanism = "dplp-list-gauss"
+	}
 	if !(eps > 0) || !(noiseFactor > 0) {
 		return rep, fmt.Errorf("audit: eps %v and noise factor %v must be > 0", eps, noiseFactor)
 	}
@@ -126,17 +163,22 @@ func AuditList(g *graph.Graph, p *protect.Set, kind score.Kind, unit privunit.Un
 	}
 	for u := int32(0); int(u) < g.N(); u++ {
 		cands, e, pub := evidenceOf(sc, u)
-		l1 := sc.Evidence(u, unit).L1
-		cost := list.Cost(l1, eps, c)
-		b := noiseFactor * list.Scale(l1, eps)
-		err := neighboursUnder(g, p, u, unit, func(_ int32, _ []int32, g2 *graph.Graph) error {
+		bd := sc.Evidence(u, unit)
+		bound := c.Bound(bd.L1, bd.L2)
+		cost := list.Cost(bound, eps, c)
+		if c.Gauss {
+			cost = list.ZCDP(bound, eps, c)
+		}
+		b := noiseFactor * list.Scale(bound, eps)
+		err := neighboursUnder(g, p, u, nb, func(_ int32, _ []int32, g2 *graph.Graph) error {
 			sc2, err := score.New(g2, p, kind)
 			if err != nil {
 				return err
 			}
 			cands2, e2, pub2 := evidenceOf(sc2, u)
 			rep.Checks++
-			if len(cands) != len(cands2) || sc2.Evidence(u, unit).L1 != l1 {
+			bd2 := sc2.Evidence(u, unit)
+			if len(cands) != len(cands2) || c.Bound(bd2.L1, bd2.L2) != bound {
 				rep.Violations++
 				return nil
 			}
@@ -154,6 +196,8 @@ func AuditList(g *graph.Graph, p *protect.Set, kind score.Kind, unit privunit.Un
 							lr = math.Inf(1)
 						}
 					}
+				} else if c.Gauss {
+					lr = gaussRho(e, e2, b)
 				} else {
 					lr = laplaceLogRatio(e, e2, b)
 				}

@@ -14,7 +14,8 @@ import (
 func TestListAudit(t *testing.T) {
 	rng := randx.Seeded(11)
 	units := []privunit.Unit{privunit.Pair, privunit.Party}
-	var failedHalf, failedRR [2]bool
+	var failedHalf, failedRR, failedGauss [2]bool
+	var tightGauss bool
 	for trial := range 6 {
 		g, p, err := RandomListInstance(5, 8, rng)
 		if err != nil {
@@ -22,7 +23,8 @@ func TestListAudit(t *testing.T) {
 		}
 		for _, unit := range units {
 			for _, kind := range score.Kinds() {
-				for _, c := range []list.Combine{{W: 1, T: 0.5}, {W: 1, Post: true, Rho: 1, A: 0.3}, {}} {
+				gauss := list.Combine{W: 1, Post: true, Rho: 1, A: 0.3, Gauss: true}
+				for _, c := range []list.Combine{{W: 1, T: 0.5}, {W: 1, Post: true, Rho: 1, A: 0.3}, {}, gauss} {
 					rep, err := AuditList(g, p, kind, unit, 0.7, c, 1)
 					if err != nil {
 						t.Fatal(err)
@@ -30,7 +32,15 @@ func TestListAudit(t *testing.T) {
 					if !rep.Passed() || rep.Checks == 0 {
 						t.Fatalf("trial %d %v %v %+v: %+v", trial, unit, kind, c, rep)
 					}
+					if c.Gauss && unit == privunit.Pair && kind == score.CN && rep.WorstRatio > 1-1e-9 {
+						tightGauss = true // one CN coordinate moves by L2 = 1: rho exactly as charged
+					}
 				}
+				hg, err := AuditList(g, p, kind, unit, 0.7, gauss, 0.5)
+				if err != nil {
+					t.Fatal(err)
+				}
+				failedGauss[unit] = failedGauss[unit] || !hg.Passed()
 				half, err := AuditList(g, p, kind, unit, 0.7, list.Combine{W: 1}, 0.5)
 				if err != nil {
 					t.Fatal(err)
@@ -58,9 +68,38 @@ func TestListAudit(t *testing.T) {
 		if !failedHalf[unit] {
 			t.Errorf("%v: halved Laplace noise was not caught", unit)
 		}
+		if !failedGauss[unit] {
+			t.Errorf("%v: halved Gaussian noise was not caught", unit)
+		}
 		if !failedRR[unit] && unit == privunit.Pair {
 			t.Errorf("%v: under-noised randomised response was not caught", unit)
 		}
+	}
+	if !tightGauss {
+		t.Error("the Gaussian pair-unit CN release was never tight (rho ratio 1): the instances do not exercise the bound")
+	}
+}
+
+// TestListAuditGaussPairBoundUnderParty: the Gaussian release calibrated
+// to the pair unit's L2 fails the audit against party-unit neighbours (a
+// party moves several coordinates at once): the negative control of the
+// party unit's L2 bound.
+func TestListAuditGaussPairBoundUnderParty(t *testing.T) {
+	rng := randx.Seeded(12)
+	caught := false
+	for range 12 {
+		g, p, err := RandomListInstance(6, 8, rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := AuditListNeighbours(g, p, score.CN, privunit.Pair, privunit.Party, 0.7, list.Combine{W: 1, Post: true, Rho: 1, A: 0.3, Gauss: true}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		caught = caught || !rep.Passed()
+	}
+	if !caught {
+		t.Error("pair-unit Gaussian calibration against party neighbours was not caught")
 	}
 }
 

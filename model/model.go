@@ -366,6 +366,12 @@ func (m *Model) initList() error {
 	if err := l.Combine.Validate(); err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
+	if l.Combine.Gauss {
+		// The Gaussian release is rho-zCDP, not eps-DP, and the release path
+		// charges pure eps per list: refuse it rather than charge the wrong
+		// quantity (docs/privacy-model.md §16.9).
+		return errors.New("model: a Gaussian dplp-list combination (combine.gauss) is for research runs only: deployments release Laplace lists, charged pure eps")
+	}
 	if _, err := score.ParseKind(l.Evidence); err != nil {
 		return fmt.Errorf("model: dplp-list evidence score: %w", err)
 	}

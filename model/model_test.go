@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dplp/dplp/mech/list"
+	"github.com/dplp/dplp/privunit"
 	"github.com/dplp/dplp/train"
 	"github.com/dplp/dplp/train/traintest"
 	"github.com/dplp/dplp/transform"
@@ -413,5 +415,19 @@ func TestOtherDataNote(t *testing.T) {
 	want := "note: m.json was trained on other data (its labels, public graph or marks differ from these); its transform still applies, but retrain it when the graph has changed much"
 	if got := OtherDataNote("m.json"); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// TestCompileListRefusesGaussian: a Gaussian dplp-list combination is
+// rho-zCDP, not eps-DP, so no deployable model carries one; the same
+// combination without Gauss compiles.
+func TestCompileListRefusesGaussian(t *testing.T) {
+	spec := ListSpec{Eps: 1, Evidence: "cn", FitK: 30, Combine: list.Combine{W: 1, Post: true, Rho: 0.5, A: 0.3}}
+	if _, err := CompileList("cn", privunit.Pair, spec, Info{}); err != nil {
+		t.Fatalf("Laplace combination: %v", err)
+	}
+	spec.Combine.Gauss = true
+	if _, err := CompileList("cn", privunit.Pair, spec, Info{}); err == nil || !strings.Contains(err.Error(), "research") {
+		t.Fatalf("Gaussian combination compiled (err %v)", err)
 	}
 }

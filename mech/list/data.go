@@ -107,7 +107,7 @@ func ScaleTrain(qs []TrainQuery, f, g float64) []TrainQuery {
 // with labelled candidates (pos, neg = labelled(j)), the public score of
 // sc (the base score) and the evidence s - s_pub of ev (EvidenceKind of
 // the base score; ev == sc for JC and PA) of every candidate, positives
-// first, and the l1 bound ev.Evidence(q, unit).L1. When ev != sc, Count is
+// first, and the bounds ev.Evidence(q, unit).L1 and L2. When ev != sc, Count is
 // ev's public score (the posterior family's wedge counts). Both scorers
 // must score the same (invariant training) graph with the same marks. It
 // also returns ev's public scores of the candidates per query (evPub, for
@@ -162,9 +162,9 @@ func TrainData(sc, ev *score.Scorer, unit privunit.Unit, qids []int32, labelled 
 				pubs = append(pubs, ps)
 			}
 		}
-		l1 := ev.Evidence(res.U, unit).L1
+		bd := ev.Evidence(res.U, unit)
 		mu.Lock()
-		tq.Evid, tq.L1 = evid, l1
+		tq.Evid, tq.L1, tq.L2 = evid, bd.L1, bd.L2
 		if ev != sc {
 			tq.Count = pubs
 		}

@@ -19,6 +19,7 @@ type TrainQuery struct {
 	Pub, Evid []float64
 	Label     []bool
 	L1        float64
+	L2        float64   // the l2 bound (Gaussian releases, Combine.Gauss)
 	Count     []float64 // as Query.Count
 	MaxEvid   int       // as Query.MaxEvid
 }
@@ -36,6 +37,22 @@ type Grid struct {
 	// the other combinations are then only reported. It must be one of the
 	// grid's combinations.
 	Default *Combine
+	// Gauss fits for the Gaussian release (Combine.Gauss): noise
+	// N(0, (L2/eps)^2) in the training draws and every combination
+	// Gaussian. Only the posterior family is allowed (T must be empty).
+	Gauss bool
+}
+
+// Gaussian returns g for the Gaussian release: Gauss set, the default (if
+// any) a Gaussian combination, the threshold family dropped.
+func (g Grid) Gaussian() Grid {
+	g.Gauss, g.W, g.T = true, nil, nil
+	if g.Default != nil {
+		d := *g.Default
+		d.Gauss = true
+		g.Default = &d
+	}
+	return g
 }
 
 // DefaultPosterior is the dplp-list default: the posterior family with
@@ -98,13 +115,17 @@ const SafetyZ = 1
 
 // Fit chooses the combination for eps and list length k that maximises the
 // mean AUC@K over the training queries, each released reps times with
-// fresh Laplace noise at the scale L1 / eps (common random numbers across
+// fresh Laplace noise at the scale L1 / eps, or Gaussian noise of standard
+// deviation L2 / eps when g.Gauss (common random numbers across
 // the grid). It keeps W = 0 unless the best combination beats it by
 // MinGain and by SafetyZ standard errors. All randomness comes from rng; the result is a function of the
 // training data, eps, k, the grid and the generator only.
 func Fit(qs []TrainQuery, eps float64, k int, g Grid, reps int, rng *rand.Rand) (Combine, FitReport, error) {
 	if !(eps > 0) || math.IsInf(eps, 0) || k < 1 || reps < 1 {
 		return Combine{}, FitReport{}, fmt.Errorf("list: fit needs eps > 0, k >= 1, reps >= 1 (got %v, %d, %d)", eps, k, reps)
+	}
+	if g.Gauss && len(g.T) > 0 {
+		return Combine{}, FitReport{}, errors.New("list: a Gaussian fit has no threshold family (Grid.T must be empty)")
 	}
 	// Evidence transforms (the bonus without W), then weights: combos are
 	// W = 0 followed by every (transform, weight).
@@ -118,7 +139,7 @@ func Fit(qs []TrainQuery, eps float64, k int, g Grid, reps int, rng *rand.Rand) 
 	}
 	for _, r := range g.Rho {
 		for _, a := range g.A {
-			trs = append(trs, transform{Combine{W: 1, Post: true, Rho: r, A: a}, g.PW})
+			trs = append(trs, transform{Combine{W: 1, Post: true, Rho: r, A: a, Gauss: g.Gauss}, g.PW})
 		}
 	}
 	combos := []Combine{{}}
@@ -168,7 +189,7 @@ func Fit(qs []TrainQuery, eps float64, k int, g Grid, reps int, rng *rand.Rand) 
 		}
 		nq++
 		n := len(q.Pub)
-		b := Scale(q.L1, eps)
+		b := Scale(Combine{Gauss: g.Gauss}.Bound(q.L1, q.L2), eps)
 		qq := Query{Pub: q.Pub, Evid: q.Evid, Count: q.Count, MaxEvid: q.MaxEvid}
 		mo := qq.meanOmega()
 		kmax := q.MaxEvid
@@ -176,14 +197,14 @@ func Fit(qs []TrainQuery, eps float64, k int, g Grid, reps int, rng *rand.Rand) 
 			kmax = math.MaxInt32
 		}
 		for ti := range trs {
-			ps[ti].set(b, kmax) // one cache per transform and query
+			ps[ti].set(b, kmax, g.Gauss) // one cache per transform and query
 		}
 		for range reps {
 			noise, keys = noise[:0], keys[:0]
 			for i := range n {
 				x := q.Evid[i]
 				if b > 0 {
-					x += b * laplace(rng)
+					x += b * drawNoise(rng, g.Gauss)
 				}
 				noise = append(noise, x)
 				keys = append(keys, rng.Uint64())

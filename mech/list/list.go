@@ -57,12 +57,18 @@ import (
 //
 // W = 0 is the public-only ranking (cost 0). Every parameter is fixed
 // before the release (from invariant data), so the list is post-processing.
+//
+// Gauss selects the Gaussian release of the evidence (gauss.go): noise
+// N(0, (L2/eps)^2) instead of Laplace(L1/eps), rho = eps^2/2 zCDP instead
+// of eps-DP, and the posterior mean under the Gaussian likelihood. It
+// needs the posterior family.
 type Combine struct {
-	W    float64 `json:"w"`
-	T    float64 `json:"t,omitempty"`
-	Post bool    `json:"post,omitempty"`
-	Rho  float64 `json:"rho,omitempty"`
-	A    float64 `json:"a,omitempty"`
+	W     float64 `json:"w"`
+	T     float64 `json:"t,omitempty"`
+	Post  bool    `json:"post,omitempty"`
+	Rho   float64 `json:"rho,omitempty"`
+	A     float64 `json:"a,omitempty"`
+	Gauss bool    `json:"gauss,omitempty"`
 }
 
 // Validate requires finite W, T, Rho, A >= 0, and Rho > 0 for the
@@ -76,6 +82,9 @@ func (c Combine) Validate() error {
 	if c.Post && c.W > 0 && !(c.Rho > 0 && c.A > 0) {
 		return fmt.Errorf("list: posterior combination %+v needs Rho > 0 and A > 0", c)
 	}
+	if c.Gauss && c.W > 0 && !c.Post {
+		return fmt.Errorf("list: Gaussian combination %+v needs the posterior family", c)
+	}
 	return nil
 }
 
@@ -83,7 +92,7 @@ func (c Combine) Validate() error {
 // x = e + Laplace(b); b = 0 returns x clamped to [0, kmax].
 func postMean(x, lambda, b float64, kmax int) float64 {
 	var ps postScale
-	ps.set(b, kmax)
+	ps.set(b, kmax, false)
 	return ps.mean(x, lambda)
 }
 
@@ -95,10 +104,18 @@ func postMean(x, lambda, b float64, kmax int) float64 {
 // depend on x: such candidates (about half of those without evidence) get
 // exactly the value of x = 0, computed once per count. Exactly equal scores
 // are then ordered by the release's random keys, never by rounding.
+//
+// With gauss set, b is the Gaussian noise's standard deviation and the
+// means are meanGauss's; they depend on x everywhere, so the x <= 0 cache
+// holds the mean at x = 0, an upper bound for every x <= 0 (monotone
+// likelihood ratio), used by upper only.
 type postScale struct {
 	b      float64
 	kmax   int
+	gauss  bool
 	eu, ed float64
+	ib2    float64   // gauss: 1 / b^2
+	gq     float64   // gauss: e^(-1/b^2)
 	neg    []float64 // neg[c]: the mean at x = 0 for prior count c; NaN until computed
 	lam    []float64 // the lambda each neg entry was computed for
 
@@ -128,7 +145,7 @@ func (p *postScale) upper(x, cnt, lambda float64) (float64, bool) {
 		return 0, false
 	}
 	if x <= 0 {
-		return p.meanCount(x, cnt, lambda), true
+		return p.zeroMean(int(cnt), lambda), true
 	}
 	h := p.b / 2
 	j := math.Ceil(x / h)
@@ -155,8 +172,8 @@ func (p *postScale) upper(x, cnt, lambda float64) (float64, bool) {
 // cached.
 const postCacheMax = 1 << 12
 
-func (p *postScale) set(b float64, kmax int) {
-	if b != p.b || p.gen == 0 {
+func (p *postScale) set(b float64, kmax int, gauss bool) {
+	if b != p.b || gauss != p.gauss || p.gen == 0 {
 		// A new scale: forget the grid (its values hold for one b and
 		// every kmax, so they survive releases of other users at this b).
 		p.gen++
@@ -167,21 +184,31 @@ func (p *postScale) set(b float64, kmax int) {
 		if b > 0 && 1/b <= 300 {
 			p.eu, p.ed = math.Exp(1/b), math.Exp(-1/b)
 		}
+		if b > 0 {
+			p.ib2 = 1 / (b * b)
+			p.gq = math.Exp(-p.ib2)
+		}
 	}
-	if b != p.b || kmax != p.kmax {
+	if b != p.b || kmax != p.kmax || gauss != p.gauss {
 		p.neg, p.lam = p.neg[:0], p.lam[:0]
 	}
-	p.b, p.kmax = b, kmax
+	p.b, p.kmax, p.gauss = b, kmax, gauss
 }
 
 // meanCount is mean(x, lambda) for a candidate of prior count cnt, through
 // the cache when x <= 0 and cnt is a small integer (lambda must be the
 // same function of cnt for the whole release: one Combine).
 func (p *postScale) meanCount(x, cnt, lambda float64) float64 {
-	if x > 0 || p.b == 0 || !(lambda > 0) || cnt != math.Trunc(cnt) || !(cnt >= 0 && cnt < postCacheMax) {
+	if x > 0 || p.gauss || p.b == 0 || !(lambda > 0) || cnt != math.Trunc(cnt) || !(cnt >= 0 && cnt < postCacheMax) {
 		return p.mean(x, lambda)
 	}
-	c := int(cnt)
+	return p.zeroMean(int(cnt), lambda)
+}
+
+// zeroMean is the mean at x = 0 for prior count c (0 <= c < postCacheMax,
+// lambda > 0, b > 0), cached: the mean of every x <= 0 for Laplace noise,
+// an upper bound of it for Gaussian noise.
+func (p *postScale) zeroMean(c int, lambda float64) float64 {
 	for len(p.neg) <= c {
 		p.neg, p.lam = append(p.neg, math.NaN()), append(p.lam, 0)
 	}
@@ -201,6 +228,9 @@ func (p *postScale) meanK(x, lambda float64, kmax int) float64 {
 	}
 	if !(lambda > 0) {
 		return 0
+	}
+	if p.gauss {
+		return p.meanGauss(x, lambda, kmax)
 	}
 	if 1/b > 300 {
 		return postMeanLog(x, lambda, b, kmax) // e^(1/b) would overflow the recurrence
@@ -293,28 +323,7 @@ func postMeanLog(x, lambda, b float64, kmax int) float64 {
 	if c := math.Floor(x); c >= 0 && c < x {
 		gx = math.Exp((2*x - 2*c - 1) / b)
 	}
-	mode := postMode(x, lambda, b, kmax, math.Inf(1), 0, gx)
-	top := f(mode)
-	var num, den float64
-	for k := mode; k <= kmax; k++ {
-		w := f(k) - top
-		if w < -40 {
-			break
-		}
-		e := math.Exp(w)
-		num += float64(k) * e
-		den += e
-	}
-	for k := mode - 1; k >= 0; k-- {
-		w := f(k) - top
-		if w < -40 {
-			break
-		}
-		e := math.Exp(w)
-		num += float64(k) * e
-		den += e
-	}
-	return num / den
+	return logDomainMean(f, postMode(x, lambda, b, kmax, math.Inf(1), 0, gx), kmax)
 }
 
 // logFactTable holds ln k! for small k.
@@ -360,7 +369,8 @@ func (c Combine) Tau(b float64, n int) float64 {
 // [0, len(Pub)) with public score Pub[i] >= 0 and private evidence Evid[i],
 // and Zero further candidates with s = s_pub = 0 (ids len(Pub)+j,
 // j in [0, Zero)). L1 is the invariant l1 bound of the evidence vector
-// under the unit of the guarantee (score.EvidenceBound.L1). Count, when
+// under the unit of the guarantee (score.EvidenceBound.L1), L2 its l2
+// bound (read by Gaussian combinations instead of L1). Count, when
 // non-nil, are the public wedge counts of the explicit candidates (the
 // posterior family's prior; nil means Pub); MaxEvid, when > 0, is an
 // invariant upper bound on the evidence (deg(u) for wedge counts).
@@ -368,6 +378,7 @@ type Query struct {
 	Pub, Evid []float64
 	Zero      int
 	L1        float64
+	L2        float64
 	Count     []float64
 	MaxEvid   int
 }
@@ -407,24 +418,52 @@ func (q *Query) meanOmega() float64 {
 func (q *Query) N() int { return len(q.Pub) + q.Zero }
 
 // Outcome is a released list: IDs index the query's candidates (explicit
-// i < len(Pub), zero block len(Pub)+j), best first; Cost is the charge
-// (Cost); Noisy reports whether the noisy evidence was read.
+// i < len(Pub), zero block len(Pub)+j), best first; Cost is the pure-DP
+// charge (Cost) and Rho the zCDP charge (ZCDP); Noisy reports whether the
+// noisy evidence was read.
 type Outcome struct {
 	IDs   []int
 	Cost  float64
+	Rho   float64
 	Noisy bool
 }
 
-// Cost is the charge of one list: eps when the list reads the noisy
-// evidence (W > 0 and L1 > 0), else 0. It reads only invariant data.
-func Cost(l1, eps float64, c Combine) float64 {
-	if c.W > 0 && l1 > 0 {
+// Bound is the sensitivity a release under c is calibrated to: l2 for a
+// Gaussian combination, else l1.
+func (c Combine) Bound(l1, l2 float64) float64 {
+	if c.Gauss {
+		return l2
+	}
+	return l1
+}
+
+// Cost is the pure-DP charge of one list, given the bound of its noise
+// (Combine.Bound): eps when the list reads the noisy evidence (W > 0 and
+// bound > 0), else 0; +Inf for a Gaussian list that reads it (it is
+// rho-zCDP, not pure DP: ZCDP). It reads only invariant data.
+func Cost(bound, eps float64, c Combine) float64 {
+	if c.W > 0 && bound > 0 {
+		if c.Gauss {
+			return math.Inf(1)
+		}
 		return eps
 	}
 	return 0
 }
 
-// Scale is the Laplace scale L1 / eps (0 when L1 = 0).
+// ZCDP is the zCDP charge of one list, given the bound of its noise:
+// eps^2/2 when the list reads the noisy evidence, else 0 (Laplace: an
+// eps-DP mechanism is eps^2/2-zCDP; Gaussian with sd = L2/eps: exactly
+// L2^2 / (2 sd^2)).
+func ZCDP(bound, eps float64, c Combine) float64 {
+	if c.W > 0 && bound > 0 {
+		return eps * eps / 2
+	}
+	return 0
+}
+
+// Scale is the noise scale bound / eps: the Laplace scale L1 / eps, or the
+// Gaussian standard deviation L2 / eps (0 when the bound is 0).
 func Scale(l1, eps float64) float64 {
 	if l1 == 0 {
 		return 0
@@ -487,10 +526,11 @@ func Release(q *Query, eps float64, c Combine, k int, rng *rand.Rand, sc *Scratc
 	}
 	n := q.N()
 	k = min(k, n)
-	noisy := c.W > 0 && q.L1 > 0
-	b := Scale(q.L1, eps)
+	bound := c.Bound(q.L1, q.L2)
+	noisy := c.W > 0 && bound > 0
+	b := Scale(bound, eps)
 	if noisy && (math.IsInf(b, 0) || b == 0) {
-		return Outcome{}, fmt.Errorf("list: noise scale %v/%v is not finite and positive", q.L1, eps)
+		return Outcome{}, fmt.Errorf("list: noise scale %v/%v is not finite and positive", bound, eps)
 	}
 	tau := c.Tau(b, n)
 	kmax := q.MaxEvid
@@ -498,7 +538,7 @@ func Release(q *Query, eps float64, c Combine, k int, rng *rand.Rand, sc *Scratc
 		kmax = math.MaxInt32
 	}
 	mo := q.meanOmega()
-	sc.post.set(b, kmax)
+	sc.post.set(b, kmax, c.Gauss)
 	// The k best (score > 0) so far, best first: a candidate is offered
 	// only when it can enter. Once k are held, a posterior-family
 	// candidate whose score bound (postScale.upper, from the posterior
@@ -513,7 +553,7 @@ func Release(q *Query, eps float64, c Combine, k int, rng *rand.Rand, sc *Scratc
 		if c.W > 0 {
 			e := q.Evid[i]
 			if noisy {
-				e += b * laplace(rng)
+				e += b * drawNoise(rng, c.Gauss)
 			}
 			key = rng.Uint64() // drawn before the skip: skipping changes no later draw
 			cnt, om := q.omega(i, mo)
@@ -535,10 +575,11 @@ func Release(q *Query, eps float64, c Combine, k int, rng *rand.Rand, sc *Scratc
 			zero = append(zero, i)
 		}
 	}
-	// Zero block: its noisy evidence is b * Laplace(1); only values above
-	// tau score (W (x - tau) > 0). Draw the largest ones in decreasing order
-	// (at most k: further ones rank below k zero-block items and cannot be
-	// listed), stopping at the first that does not exceed tau.
+	// Zero block: its noisy evidence is b * Laplace(1) (b * N(0, 1) for
+	// Gaussian combinations); only values above tau score (W (x - tau) > 0).
+	// Draw the largest ones in decreasing order (at most k: further ones
+	// rank below k zero-block items and cannot be listed), stopping at the
+	// first that does not exceed tau.
 	if sc.used == nil {
 		sc.used = map[int]bool{}
 	}
@@ -551,6 +592,8 @@ func Release(q *Query, eps float64, c Combine, k int, rng *rand.Rand, sc *Scratc
 			s := -math.Expm1(lF)                        // survival
 			var x float64
 			switch {
+			case c.Gauss:
+				x = b * normUpper(s, math.Exp(lF)) // F = e^lF, s = 1 - F
 			case s <= 0.5:
 				x = b * -math.Log(2*s)
 			case c.Post:
@@ -613,7 +656,7 @@ func Release(q *Query, eps float64, c Combine, k int, rng *rand.Rand, sc *Scratc
 		ids = append(ids, len(q.Pub)+id)
 	}
 	sc.zero = zero[:0]
-	return Outcome{IDs: ids, Cost: Cost(q.L1, eps, c), Noisy: noisy}, nil
+	return Outcome{IDs: ids, Cost: Cost(bound, eps, c), Rho: ZCDP(bound, eps, c), Noisy: noisy}, nil
 }
 
 // drawUnused draws a uniform id in [0, n) not in used (by rejection; callers
@@ -626,6 +669,15 @@ func drawUnused(rng *rand.Rand, n int, used map[int]bool) int {
 			return id
 		}
 	}
+}
+
+// drawNoise draws a standard Gaussian value when gauss, else a standard
+// Laplace value.
+func drawNoise(rng *rand.Rand, gauss bool) float64 {
+	if gauss {
+		return rng.NormFloat64()
+	}
+	return laplace(rng)
 }
 
 // laplace draws a standard Laplace(0, 1) value: sign * Exp(1).
@@ -652,8 +704,8 @@ func check(q *Query, eps float64, c Combine, k int) error {
 	if q.Zero < 0 {
 		return fmt.Errorf("list: negative zero block %d", q.Zero)
 	}
-	if !(q.L1 >= 0) {
-		return fmt.Errorf("list: l1 bound %v must be >= 0", q.L1)
+	if !(q.L1 >= 0) || !(q.L2 >= 0) {
+		return fmt.Errorf("list: l1 bound %v and l2 bound %v must be >= 0", q.L1, q.L2)
 	}
 	if !(eps > 0) || math.IsInf(eps, 0) {
 		return fmt.Errorf("list: eps %v must be finite and > 0", eps)

@@ -16,10 +16,12 @@ import (
 )
 
 // bruteRelease is the mechanism by definition: every candidate, zero block
-// included, gets its own Laplace noise; rank by score, ties uniformly.
+// included, gets its own Laplace (Gaussian) noise; rank by score, ties
+// uniformly.
 func bruteRelease(q *Query, eps float64, c Combine, k int, rng *rand.Rand) []int {
 	n := q.N()
-	b := Scale(q.L1, eps)
+	bound := c.Bound(q.L1, q.L2)
+	b := Scale(bound, eps)
 	tau := c.Tau(b, n)
 	score := make([]float64, n)
 	keys := make([]uint64, n)
@@ -29,7 +31,7 @@ func bruteRelease(q *Query, eps float64, c Combine, k int, rng *rand.Rand) []int
 		kmax = math.MaxInt32
 	}
 	var ps postScale // its own, not Release's
-	ps.set(b, kmax)
+	ps.set(b, kmax, c.Gauss)
 	for i := range n {
 		p, e, cnt, om := 0.0, 0.0, 0.0, mo
 		if i < len(q.Pub) {
@@ -38,8 +40,8 @@ func bruteRelease(q *Query, eps float64, c Combine, k int, rng *rand.Rand) []int
 		}
 		s := p
 		if c.W > 0 {
-			if q.L1 > 0 {
-				e += b * laplace(rng)
+			if bound > 0 {
+				e += b * drawNoise(rng, c.Gauss)
 			}
 			s += c.bonus(e, tau, cnt, om, &ps)
 		}
@@ -134,6 +136,9 @@ var exactCases = []struct {
 	{"public-only", Query{Pub: []float64{2, 0, 1}, Evid: []float64{9, 9, 0}, Zero: 3, L1: 1}, 1, Combine{}, 3},
 	{"posterior", Query{Pub: []float64{1, 0, 0, 2}, Evid: []float64{0, 1, 2, 0}, Zero: 3, L1: 1, MaxEvid: 4}, 1, Combine{W: 1, Post: true, Rho: 0.8, A: 0.3}, 3},
 	{"posterior-weighted", Query{Pub: []float64{0.9, 0, 0.4}, Evid: []float64{1, 2, 0}, Count: []float64{2, 0, 1}, Zero: 30, L1: 1}, 2, Combine{W: 2, Post: true, Rho: 0.5, A: 1}, 2},
+	{"gauss", Query{Pub: []float64{1, 0, 0, 2}, Evid: []float64{0, 1, 2, 0}, Zero: 3, L1: 3, L2: 1, MaxEvid: 4}, 1, Combine{W: 1, Post: true, Rho: 0.8, A: 0.3, Gauss: true}, 3},
+	{"gauss-zero-heavy", Query{Pub: []float64{0.9, 0, 0.4}, Evid: []float64{1, 2, 0}, Count: []float64{2, 0, 1}, Zero: 30, L1: 2, L2: 0.8}, 2, Combine{W: 2, Post: true, Rho: 0.5, A: 1, Gauss: true}, 3},
+	{"gauss-zero-only", Query{Zero: 6, L1: 1, L2: 1}, 0.5, Combine{W: 1, Post: true, Rho: 0.3, A: 0.3, Gauss: true}, 2},
 }
 
 // TestReleaseMatchesBruteForce: the closed-form zero block and tie handling
@@ -183,24 +188,8 @@ func TestReleaseSkipChangesNothing(t *testing.T) {
 		c := Combine{W: 0.5 + rng.Float64(), Post: true, Rho: 0.2 + 0.3*float64(it/20%3), A: 0.3}
 		eps := []float64{0.3, 1, 3, 10}[it/20%4]
 		k := 1 + rng.IntN(30)
-		seed := rng.Uint64()
-		a.skipped = 0 // a is shared by every case: its bound cache survives other caps (MaxEvid)
-		b := Scratch{noPrune: true}
-		la, err := Release(&q, eps, c, k, rand.New(rand.NewPCG(seed, 1)), &a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lb, err := Release(&q, eps, c, k, rand.New(rand.NewPCG(seed, 1)), &b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(la.IDs, lb.IDs) {
-			t.Fatalf("case %d: with skips %v, without %v", it, la.IDs, lb.IDs)
-		}
-		skipped += a.skipped
-		if b.skipped != 0 {
-			t.Fatal("noPrune skipped")
-		}
+		// a is shared by every case: its bound cache survives other caps (MaxEvid).
+		skipped += sameWithoutSkips(t, it, &q, eps, c, k, rng.Uint64(), &a)
 	}
 	if skipped == 0 {
 		t.Fatal("no candidate was skipped: the test does not exercise the bound")
@@ -209,7 +198,7 @@ func TestReleaseSkipChangesNothing(t *testing.T) {
 	for range 20000 {
 		var ps postScale
 		b := math.Exp(-3 + 4*rng.Float64())
-		ps.set(b, 40)
+		ps.set(b, 40, false)
 		cnt := float64(rng.IntN(10))
 		lambda := 0.7 * (cnt + 0.3)
 		x := -3 + 20*rng.Float64()
@@ -217,6 +206,30 @@ func TestReleaseSkipChangesNothing(t *testing.T) {
 			t.Fatalf("upper(%v, %v) = %v < mean %v (b %v)", x, cnt, ub, ps.mean(x, lambda), b)
 		}
 	}
+}
+
+// sameWithoutSkips releases q twice from the same generator state, with
+// a's pruning and with none, fails t unless the lists are identical, and
+// returns how many candidates a skipped.
+func sameWithoutSkips(t *testing.T, it int, q *Query, eps float64, c Combine, k int, seed uint64, a *Scratch) int {
+	t.Helper()
+	a.skipped = 0
+	b := Scratch{noPrune: true}
+	la, err := Release(q, eps, c, k, rand.New(rand.NewPCG(seed, 1)), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := Release(q, eps, c, k, rand.New(rand.NewPCG(seed, 1)), &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(la.IDs, lb.IDs) {
+		t.Fatalf("case %d: with skips %v, without %v", it, la.IDs, lb.IDs)
+	}
+	if b.skipped != 0 {
+		t.Fatal("noPrune skipped")
+	}
+	return a.skipped
 }
 
 // TestReleaseNegativeControl: a sampler that draws the zero block's values
@@ -511,7 +524,7 @@ func TestPostMean(t *testing.T) {
 	// used for x > 0 or fractional counts.
 	for _, b := range []float64{0.1, 0.5, 2} {
 		var ps postScale
-		ps.set(b, 40)
+		ps.set(b, 40, false)
 		for i := range 2000 {
 			cnt := float64(rng.IntN(8))
 			if i%7 == 0 {

@@ -178,12 +178,13 @@ var AllMethods = []string{"nonprivate", "public-only", "dplp", "dplp-lin", "dplp
 
 // ListMethods are the list-level methods (docs/privacy-model.md §16): one
 // charge eps per list whatever K (dplp-list: Laplace on the private evidence
-// vector, mech/list; joint-em: the joint exponential mechanism over
+// vector, mech/list; dplp-list-gauss: Gaussian noise on it, sd L2/eps, a
+// rho = eps^2/2 zCDP charge, the zCDP of an eps-DP list; joint-em: the joint exponential mechanism over
 // length-K sequences, and oneshot-topk: one-shot Gumbel top-K, both on the
 // public score plus the private evidence, mech/topk, §16.8), or once for
 // every list (perturb-once: randomised response on every protected pair).
 // Triad scores, clean or deployment protocol, rigorous calibration only.
-var ListMethods = []string{"dplp-list", "perturb-once", "joint-em", "oneshot-topk"}
+var ListMethods = []string{"dplp-list", "dplp-list-gauss", "perturb-once", "joint-em", "oneshot-topk"}
 
 // DefaultConfig is one score (AA), all methods, eps_p = 0.1, sigma = 0.3,
 // K = 30, one seed, clean protocol, rigorous calibration, and no graphs.

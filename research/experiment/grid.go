@@ -262,7 +262,7 @@ func (p *plan) key(c cell, graphSHA string) cellKey {
 		k.Unit = c.unit.String()
 	}
 	switch c.method.list {
-	case "dplp-list":
+	case "dplp-list", "dplp-list-gauss":
 		k.Unit, k.ListVersion = c.unit.String(), listVersion
 	case "perturb-once":
 		k.Unit, k.ListVersion = c.unit.String(), perturbVersion

@@ -205,7 +205,8 @@ func (r *runner) listTrain(split *protocol.Split, c cell) ([]list.TrainQuery, er
 // listFit returns the combination of dplp-list for the cell (memoised per
 // split, predictor, unit, eps and k).
 func (r *runner) listFit(split *protocol.Split, c cell) (*listFitEntry, error) {
-	e := r.listFits.get(fmt.Sprint(r.splitID(c), "\x00", c.pred.name, "\x00", c.unit, "\x00", c.eps, "\x00", c.k))
+	gauss := c.method.list == "dplp-list-gauss"
+	e := r.listFits.get(fmt.Sprint(r.splitID(c), "\x00", c.pred.name, "\x00", c.unit, "\x00", c.eps, "\x00", c.k, "\x00", gauss))
 	e.once.Do(func() {
 		t0 := time.Now()
 		qs, err := r.listTrain(split, c)
@@ -231,11 +232,16 @@ func (r *runner) listFit(split *protocol.Split, c cell) (*listFitEntry, error) {
 		e.scale, e.evScale = pubScale, evScale
 		seed := derivedSeed("list-fit", r.p.datasets[c.ds], c.pred.name, c.prot, c.sigma, c.unit, c.eps, c.k, c.seed)
 		e.rho = listRho(split)
-		e.c, e.rep, e.err = list.Fit(qs, c.eps, c.k, list.DefaultPosterior(e.rho), listFitReps, randx.Derive(seed))
+		grid := list.DefaultPosterior(e.rho)
+		if gauss {
+			grid = grid.Gaussian()
+			seed = derivedSeed("list-fit-gauss", seed)
+		}
+		e.c, e.rep, e.err = list.Fit(qs, c.eps, c.k, grid, listFitReps, randx.Derive(seed))
 		e.secs = time.Since(t0).Seconds()
 		if e.err == nil {
-			r.lg.detail("experiment: fitted dplp-list %s %s unit=%s eps=%v: scales %.2f/%.2f rho %.3f chose %+v (training AUC@K %.4f vs public-only %.4f; top %+v gain %.4f se %.4f; %d queries, %.1fs)",
-				r.p.datasets[c.ds], c.pred.display(), c.unit, c.eps, e.scale, e.evScale, e.rho, e.c, e.rep.AUC, e.rep.PublicAUC, e.rep.Top, e.rep.TopGain, e.rep.TopSE, e.rep.Queries, e.secs)
+			r.lg.detail("experiment: fitted %s %s %s unit=%s eps=%v: scales %.2f/%.2f rho %.3f chose %+v (training AUC@K %.4f vs public-only %.4f; top %+v gain %.4f se %.4f; %d queries, %.1fs)",
+				c.method.list, r.p.datasets[c.ds], c.pred.display(), c.unit, c.eps, e.scale, e.evScale, e.rho, e.c, e.rep.AUC, e.rep.PublicAUC, e.rep.Top, e.rep.TopGain, e.rep.TopSE, e.rep.Queries, e.secs)
 		}
 	})
 	return e, e.err
@@ -251,7 +257,7 @@ func (r *runner) oneList(ctx context.Context, split *protocol.Split, u *unit, sc
 	seed := derivedSeed("eval", u.hash)
 	t0 := time.Now()
 	switch c.method.list {
-	case "dplp-list":
+	case "dplp-list", "dplp-list-gauss":
 		fe, err := r.listFit(split, c)
 		if err != nil {
 			return fmt.Errorf("experiment: %s: %w", r.describe(c), err)
@@ -384,8 +390,9 @@ func evalList(s *protocol.Split, sc, ev *score.Scorer, unit privunit.Unit, eps f
 		return listResult{}, err
 	}
 	l1 := make([]float64, len(s.Queries))
+	l2 := make([]float64, len(s.Queries))
 	for i, b := range bounds {
-		l1[i] = b.L1
+		l1[i], l2[i] = b.L1, b.L2
 	}
 	nw := runtime.GOMAXPROCS(0)
 	type acc struct {
@@ -409,7 +416,7 @@ func evalList(s *protocol.Split, sc, ev *score.Scorer, unit privunit.Unit, eps f
 			_, pv := wk.At(v)
 			a.q.Pub = append(a.q.Pub, pv)
 		}
-		a.q.Evid, a.q.L1 = evid[i], l1[i]
+		a.q.Evid, a.q.L1, a.q.L2 = evid[i], l1[i], l2[i]
 		a.q.Count, a.q.MaxEvid = nil, s.Test.Degree(r.U)
 		if counts != nil {
 			a.q.Count = counts[i]
@@ -429,6 +436,11 @@ func evalList(s *protocol.Split, sc, ev *score.Scorer, unit privunit.Unit, eps f
 		}
 		perQ[i] = ranking.Evaluate(a.rel, len(s.TestPos[i]), k)
 		costQ[i] = out.Cost
+		if comb.Gauss {
+			// rho-zCDP, not pure DP: eps_list is the eps with the same zCDP
+			// (rho = eps^2 / 2), the axis on which Laplace lists are compared.
+			costQ[i] = math.Sqrt(2 * out.Rho)
+		}
 	})
 	if err == nil {
 		err = firstErr

@@ -9,10 +9,12 @@ import (
 	"github.com/dplp/dplp/audit"
 	"github.com/dplp/dplp/audit/endtoend"
 	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/mech/list"
 	"github.com/dplp/dplp/mech/topk"
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/privunit"
+	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/research/evaluate"
 	"github.com/dplp/dplp/score"
@@ -121,7 +123,7 @@ func (o *auditOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.sampler, "sampler", "float", "float (the mechanisms as released by default) or exact (the exact base-2 exponential mechanism of mech/exact, audited against K x its proven eps per pick); with --end-to-end the default is the deployed sampler (exact)")
 	f.BoolVar(&o.e2e, "end-to-end", false, "audit the whole deployed pipeline: graphs written as text and loaded (representation checks), training on every neighbouring graph (bit-identical models required), the release path's utilities, exact list probabilities of the deployed sampler against the charged cost, influence sets, the re-serve layer (--variant V audits V only, default dplp and dplp-pub; --model FILE audits that model; --graphs, --k (<= 3), --eps, --seed, --score, --sampler, --toggles apply)")
 	f.IntVar(&o.toggles, "toggles", endtoend.Default().Toggles, "with --end-to-end: neighbouring graphs audited per graph (0: all)")
-	f.StringSliceVar(&o.mechanisms, "mechanism", nil, "audit the list-level mechanisms instead (docs/privacy-model.md §16): dplp-list, perturb-once, joint-em and/or oneshot-topk (§16.8; every list of length K <= --k, also on mixed-hub graphs), under every --unit; --graphs, --min-nodes, --max-nodes, --eps, --seed, --k and --score apply")
+	f.StringSliceVar(&o.mechanisms, "mechanism", nil, "audit the list-level mechanisms instead (docs/privacy-model.md §16): dplp-list, dplp-list-gauss (the Gaussian release, audited against its rho, §16.9), perturb-once, joint-em and/or oneshot-topk (§16.8; every list of length K <= --k, also on mixed-hub graphs), under every --unit; --graphs, --min-nodes, --max-nodes, --eps, --seed, --k and --score apply")
 	f.StringSliceVar(&o.units, "unit", []string{"party", "pair"}, "with --mechanism: privacy units audited (party, pair); without: the one unit the per-pick mechanisms are calibrated for (default party; pair: the pair-unit per-candidate bound, privacy-model §16.6)")
 	f.StringVar(&o.neighbours, "neighbours", "", "per-pick audit: the unit of the neighbouring graphs enumerated (default: --unit's); --unit pair --neighbours party is the negative control and must fail")
 }
@@ -191,8 +193,8 @@ func (o *auditOptions) runList(cmd *cobra.Command) error {
 			}
 			continue
 		}
-		if mech != "dplp-list" && mech != "perturb-once" {
-			return fmt.Errorf("--mechanism: want dplp-list, perturb-once, joint-em or oneshot-topk, got %q", mech)
+		if mech != "dplp-list" && mech != "perturb-once" && mech != "dplp-list-gauss" {
+			return fmt.Errorf("--mechanism: want dplp-list, dplp-list-gauss, perturb-once, joint-em or oneshot-topk, got %q", mech)
 		}
 		for _, unit := range units {
 			rng := randx.Derive(cfg.Seed, 0x6c6973, uint64(unit))
@@ -212,6 +214,12 @@ func (o *auditOptions) runList(cmd *cobra.Command) error {
 					continue
 				}
 				rho := list.PriorRho(p.Public(g), p)
+				if mech == "dplp-list-gauss" {
+					if err := auditGauss(g, p, kinds, unit, cfg.Eps, rho, add); err != nil {
+						return err
+					}
+					continue
+				}
 				combs := []list.Combine{{}, {W: 1, T: 1}}
 				if d := list.DefaultPosterior(rho).Default; rho > 0 {
 					combs = append(combs, *d)
@@ -324,6 +332,43 @@ func (o *auditOptions) runTopK(m topk.Mechanism, units []privunit.Unit, kinds []
 }
 
 // combName names a combination family for the audit table.
+// auditGauss audits the Gaussian release of dplp-list (Combine.Gauss,
+// privacy-model §16.9) on one graph: the default posterior combination
+// made Gaussian, against its charged rho, for every evidence kind; its
+// negative controls are half the noise (4x the rho: caught wherever the
+// bound is more than a quarter attained) and, under the party unit, the
+// noise of the pair unit's L2 bound against party neighbours.
+func auditGauss(g *graph.Graph, p *protect.Set, kinds []score.Kind, unit privunit.Unit, eps, rho float64, add func(audit.ListReport, bool)) error {
+	c := list.Combine{W: 1, Post: true, Rho: max(rho, 0.1), A: 0.3, Gauss: true}
+	for _, k := range kinds {
+		rep, err := audit.AuditList(g, p, k, unit, eps, c, 1)
+		if err != nil {
+			return err
+		}
+		rep.Mechanism = fmt.Sprintf("dplp-list-gauss %s posterior (rho)", strings.ToLower(k.String()))
+		add(rep, false)
+		if rep.WorstRatio > 0.25+1e-6 {
+			half, err := audit.AuditList(g, p, k, unit, eps, c, 0.5)
+			if err != nil {
+				return err
+			}
+			add(half, true)
+		}
+		if unit == privunit.Party {
+			// The pair unit's L2 under party neighbours: caught when some
+			// party moves u's evidence by more than the pair bound.
+			pb, err := audit.AuditListNeighbours(g, p, k, privunit.Pair, privunit.Party, eps, c, 1)
+			if err != nil {
+				return err
+			}
+			if pb.WorstRatio > 1+1e-6 {
+				add(pb, true)
+			}
+		}
+	}
+	return nil
+}
+
 func combName(c list.Combine) string {
 	switch {
 	case c.W == 0:
