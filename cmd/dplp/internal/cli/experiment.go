@@ -57,7 +57,9 @@ Privacy units (--unit party,pair; docs/privacy-model.md §16): party is Definiti
 (any subset of one party's protected pairs), pair is one protected pair; a party
 with m pairs gets m x eps under the pair unit. The list-level methods dplp-list
 (the private evidence of every candidate released once with Laplace noise on its
-l1 bound, the list ranked by post-processing; one charge eps per list whatever K)
+l1 bound, the list ranked by post-processing; one charge eps per list whatever K),
+dplp-list-gauss (the same with Gaussian noise on its l2 bound: rho = eps^2/2 zCDP
+per list, no pure-DP bound; eps_list is then sqrt(2 rho), the zCDP axis of Laplace)
 and perturb-once (randomised response on every protected pair, then the unchanged
 scorer; eps per pair once, eps x the largest party under the party unit), joint-em
 (the joint exponential mechanism of Gillenwater et al. 2022 over length-K
