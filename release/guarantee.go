@@ -47,10 +47,11 @@ func (r *Recommender) guarantee(picks int, seeded bool) Guarantee {
 }
 
 // guaranteeFor is the guarantee of a list charged cost (picks random picks
-// for a per-pick mechanism).
-func (r *Recommender) guaranteeFor(cost float64, picks int, seeded bool) Guarantee {
+// for a per-pick mechanism; partyCost the party-unit cost the ledger
+// records with a dplp-list list, +Inf when unbounded or not computed).
+func (r *Recommender) guaranteeFor(cost, partyCost float64, picks int, seeded bool) Guarantee {
 	if r.list != nil {
-		return r.listGuarantee(cost, seeded)
+		return r.listGuarantee(cost, partyCost, seeded)
 	}
 	return r.guarantee(picks, seeded)
 }

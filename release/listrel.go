@@ -248,8 +248,9 @@ func (sm *Sampler) SampleList(eps float64, c list.Combine, in *ListInput, k int,
 	return Outcome{IDs: ids, Exact: !lo.Noisy, Delta: q.L1, Candidates: q.N(), ListEps: lo.Cost}, nil
 }
 
-// listGuarantee describes a dplp-list list charged cost (eps or 0).
-func (r *Recommender) listGuarantee(cost float64, seeded bool) Guarantee {
+// listGuarantee describes a dplp-list list charged cost (eps or 0) whose
+// party-unit cost is partyCost (+Inf: unbounded or not computed).
+func (r *Recommender) listGuarantee(cost, partyCost float64, seeded bool) Guarantee {
 	lr := r.list
 	ch := accountant.PureList(cost)
 	g := Guarantee{Mechanism: "dplp-list (Laplace mechanism on the private evidence vector, one release per list; ranked by post-processing)",
@@ -261,20 +262,27 @@ func (r *Recommender) listGuarantee(cost float64, seeded bool) Guarantee {
 	case cost == 0:
 		g.Text = fmt.Sprintf("0-DP under the %s unit: this list reads no private evidence (public-only ranking, or no protected pair can reach this user's evidence)", lr.unit)
 	default:
-		g.Text = ListText(ch, lr.unit)
+		g.Text = ListText(ch, lr.unit, partyCost)
 	}
 	return g
 }
 
-// ListText is the guarantee text of a list charged ch under unit, e.g.
-// "1-DP for this user's list under the pair unit (dplp-list, one charge per
-// list whatever K; rho 0.5 zCDP); a party with m protected pairs gets m x 1
-// (group privacy)".
-func ListText(ch accountant.Charge, unit privunit.Unit) string {
+// ListText is the guarantee text of a list charged ch under unit whose
+// party-unit cost is partyCost, e.g. "1-DP for this user's list under the
+// pair unit (dplp-list, one charge per list whatever K; rho 0.5 zCDP);
+// under the party unit 12-DP (any subset of one party's protected pairs;
+// recorded with the release)". A pair-unit list whose party cost is
+// unbounded or was not computed (+Inf) states group privacy instead: a
+// party with m protected pairs gets m x eps.
+func ListText(ch accountant.Charge, unit privunit.Unit, partyCost float64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%g-DP for this user's list under the %s unit (dplp-list, one charge per list whatever K; rho %g zCDP)", ch.Eps, unit, ch.Rho)
 	if unit == privunit.Pair {
-		fmt.Fprintf(&b, "; a party with m protected pairs gets m x %g (group privacy)", ch.Eps)
+		if partyCost >= 0 && !math.IsInf(partyCost, 1) {
+			fmt.Fprintf(&b, "; under the party unit %g-DP (any subset of one party's protected pairs; recorded with the release)", partyCost)
+		} else {
+			fmt.Fprintf(&b, "; a party with m protected pairs gets m x %g (group privacy)", ch.Eps)
+		}
 	} else {
 		b.WriteString("; any subset of one party's protected pairs (Definition 1)")
 	}

@@ -3,6 +3,7 @@ package release_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
@@ -90,8 +91,8 @@ func TestListReleaseCostPerList(t *testing.T) {
 					if r.Guarantee.Eps != want.Eps || r.Guarantee.Rho != want.Rho || !strings.Contains(r.Guarantee.Text, "under the "+tc.unit.String()+" unit") {
 						t.Fatalf("guarantee %+v", r.Guarantee)
 					}
-					if tc.unit == privunit.Pair && !strings.Contains(r.Guarantee.Text, "a party with m protected pairs gets m x") {
-						t.Fatalf("pair-unit text without group privacy: %q", r.Guarantee.Text)
+					if tc.unit == privunit.Pair && !strings.Contains(r.Guarantee.Text, "under the party unit ") {
+						t.Fatalf("pair-unit text without its party-unit cost: %q", r.Guarantee.Text)
 					}
 				}
 				costs[k] = append(costs[k], r.Cost)
@@ -247,6 +248,10 @@ func TestListPartyCost(t *testing.T) {
 				}
 				if tc.unit == privunit.Pair {
 					pairCosts = append(pairCosts, rel.PartyCost)
+					// The guarantee states the recorded party-unit cost.
+					if r.Cost > 0 && !strings.Contains(r.Guarantee.Text, fmt.Sprintf("under the party unit %g-DP", rel.PartyCost)) {
+						t.Fatalf("%s: guarantee %q does not state the party cost %v", r.User, r.Guarantee.Text, rel.PartyCost)
+					}
 				}
 			}
 			if tc.unit == privunit.Pair && above == 0 {
@@ -295,5 +300,24 @@ func TestListPartyCost(t *testing.T) {
 	// Invalid party caps are refused.
 	if _, err := release.New(pm, g, p, release.WithCap(ledger.Cap{Eps: 1, Rho: 1, PartyEps: math.NaN()})); err == nil {
 		t.Fatal("NaN party cap accepted")
+	}
+}
+
+// TestListTextParty: a pair-unit list states its party-unit cost when it
+// is bounded, group privacy otherwise; a party-unit list states neither.
+func TestListTextParty(t *testing.T) {
+	ch := accountant.PureList(1)
+	for _, tc := range []struct {
+		unit  privunit.Unit
+		party float64
+		want  string
+	}{
+		{privunit.Pair, 7.5, "under the party unit 7.5-DP"},
+		{privunit.Pair, math.Inf(1), "a party with m protected pairs gets m x 1"},
+		{privunit.Party, 1, "any subset of one party's protected pairs (Definition 1)"},
+	} {
+		if got := release.ListText(ch, tc.unit, tc.party); !strings.Contains(got, tc.want) {
+			t.Errorf("%v party %v: %q lacks %q", tc.unit, tc.party, got, tc.want)
+		}
 	}
 }

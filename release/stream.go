@@ -244,7 +244,7 @@ func (r *Recommender) prepare(ctx context.Context, c call, users []int32, k int,
 			w.res[i].List = prev.List
 			w.res[i].ReleaseID = prev.ID
 			w.res[i].Seeded = prev.Seeded
-			w.res[i].Guarantee = r.guaranteeFor(prev.Cost, r.picksOf(prev.Cost), prev.Seeded)
+			w.res[i].Guarantee = r.guaranteeFor(prev.Cost, prev.PartyCost, r.picksOf(prev.Cost), prev.Seeded)
 			w.res[i].Notice = "re-served at no cost (post-processing of an earlier release)"
 			continue
 		}
@@ -319,7 +319,7 @@ func (r *Recommender) commit(ctx context.Context, w *window, k int) ([]Result, e
 			res[i].ReleaseID = c.Release.ID
 			res[i].Fresh = c.Fresh
 			res[i].Seeded = c.Release.Seeded
-			res[i].Guarantee = r.guaranteeFor(c.Release.Cost, r.picksOf(c.Release.Cost), c.Release.Seeded)
+			res[i].Guarantee = r.guaranteeFor(c.Release.Cost, c.Release.PartyCost, r.picksOf(c.Release.Cost), c.Release.Seeded)
 			if c.Fresh {
 				res[i].Cost = c.Release.Cost
 			} else {
@@ -335,7 +335,7 @@ func (r *Recommender) commit(ctx context.Context, w *window, k int) ([]Result, e
 		res[i].Fresh = true
 		res[i].Cost = recs[j].Cost
 		res[i].Seeded = recs[j].Seeded
-		res[i].Guarantee = r.guaranteeFor(recs[j].Cost, outs[i].Picks, recs[j].Seeded)
+		res[i].Guarantee = r.guaranteeFor(recs[j].Cost, recs[j].PartyCost, outs[i].Picks, recs[j].Seeded)
 		res[i].Candidates, res[i].Delta = outs[i].Candidates, outs[i].Delta
 		r.notice(&res[i], outs[i], k)
 	}
