@@ -107,19 +107,27 @@ func modelCore(t *testing.T, path string) map[string]any {
 
 func TestRepresentationInvariance(t *testing.T) {
 	f := newRepFixture(t)
-	type cell struct{ score, variant string }
+	type cell struct{ score, variant, unit string }
 	var cells []cell
 	for _, s := range []string{"cn", "aa", "ra", "jc", "pa"} {
 		for _, v := range []string{"dplp", "lin", "umnn", "dplp-pub"} {
-			cells = append(cells, cell{s, v})
+			cells = append(cells, cell{s, v, ""})
 		}
 	}
-	cells = append(cells, cell{"deepwalk", "dplp"}, cell{"line", "dplp-pub"})
+	cells = append(cells, cell{"deepwalk", "dplp", ""}, cell{"line", "dplp-pub", ""})
+	// dplp-list: its fit (pseudo-protected training graph, labelled pairs,
+	// rescaling, noise draws) must not depend on the file either, under
+	// both units.
+	for _, s := range []string{"cn", "aa", "jc"} {
+		for _, u := range []string{"pair", "party"} {
+			cells = append(cells, cell{s, "dplp-list", u})
+		}
+	}
 	if testing.Short() {
 		cells = cells[:2]
 	}
 	for _, c := range cells {
-		t.Run(c.score+"/"+c.variant, func(t *testing.T) {
+		t.Run(c.score+"/"+c.variant+c.unit, func(t *testing.T) {
 			models := map[string]string{}
 			for _, rep := range []struct{ name, graph string }{{"G", f.graph}, {"shuffled", f.shuffled}, {"neighbour", f.neighbour}} {
 				mp := filepath.Join(f.dir, fmt.Sprintf("%s-%s-%s.json", c.score, c.variant, rep.name))
@@ -127,6 +135,9 @@ func TestRepresentationInvariance(t *testing.T) {
 					"--eps", "0.5", "--epochs", "2", "--neg-per-query", "20", "--out", mp}
 				if c.score == "deepwalk" || c.score == "line" {
 					args = append(args, "--dim", "8", "--emb-epochs", "1")
+				}
+				if c.unit != "" {
+					args = append(args, "--unit", c.unit)
 				}
 				if _, stderr, err := run(t, args...); err != nil {
 					t.Fatalf("%s: train: %v\n%s", rep.name, err, stderr)
