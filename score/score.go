@@ -100,6 +100,11 @@ type Scorer struct {
 	fn     PairFunc
 
 	pool sync.Pool // *Worker, reused by Each
+
+	// Every node by its number of protected pairs, descending (ties by
+	// id), built on the first party-unit JC/PA Evidence call (maxProtOf).
+	protOnce sync.Once
+	protOrd  []int32
 }
 
 // New prepares a scorer for kind k on g with protection marks p (nil means

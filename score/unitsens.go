@@ -86,15 +86,7 @@ func (s *Scorer) Evidence(u int32, unit privunit.Unit) EvidenceBound {
 	}
 	mp := 0
 	if unit == privunit.Party && (s.kind == JC || s.kind == PA) {
-		for w := int32(0); int(w) < s.n; w++ {
-			if w != u {
-				c := s.p.Count(w)
-				if s.p.Has(w, u) {
-					c--
-				}
-				mp = max(mp, c)
-			}
-		}
+		mp = s.maxProtOf(u, s.protOrder())
 	}
 	sc := evPool.Get().(*evScratch)
 	defer evPool.Put(sc)
@@ -334,30 +326,47 @@ func (s *Scorer) evidenceOne(u int32, unit privunit.Unit, maxProtU int, sc *evSc
 // maxProtExcl returns, for every node u, max over w != u of
 // |prot(w) \ {u}| (as in paSensitivities).
 func (s *Scorer) maxProtExcl() []int {
-	p := s.p
-	order := make([]int32, s.n)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int { return p.Count(b) - p.Count(a) })
+	order := s.protOrder()
 	out := make([]int, s.n)
 	for u := int32(0); int(u) < s.n; u++ {
-		pu := p.Of(u)
-		best := 0
-		for _, w := range pu {
-			best = max(best, p.Count(w)-1)
-		}
-		for _, w := range order {
-			if w == u {
-				continue
-			}
-			if _, in := slices.BinarySearch(pu, w); in {
-				continue
-			}
-			best = max(best, p.Count(w))
-			break
-		}
-		out[u] = best
+		out[u] = s.maxProtOf(u, order)
 	}
 	return out
+}
+
+// protOrder is every node by its number of protected pairs, descending
+// (ties by id), computed once per scorer.
+func (s *Scorer) protOrder() []int32 {
+	s.protOnce.Do(func() {
+		p := s.p
+		order := make([]int32, s.n)
+		for i := range order {
+			order[i] = int32(i)
+		}
+		slices.SortStableFunc(order, func(a, b int32) int { return p.Count(b) - p.Count(a) })
+		s.protOrd = order
+	})
+	return s.protOrd
+}
+
+// maxProtOf is max over w != u of |prot(w) \ {u}|: count(w) - 1 for u's
+// partners, else the count of the first node of order (protOrder) that is
+// neither u nor a partner of u. O(|prot(u)| log |prot(u)|), not O(n).
+func (s *Scorer) maxProtOf(u int32, order []int32) int {
+	p := s.p
+	pu := p.Of(u)
+	best := 0
+	for _, w := range pu {
+		best = max(best, p.Count(w)-1)
+	}
+	for _, w := range order {
+		if w == u {
+			continue
+		}
+		if _, in := slices.BinarySearch(pu, w); in {
+			continue
+		}
+		return max(best, p.Count(w))
+	}
+	return best
 }

@@ -276,3 +276,30 @@ func TestEvidenceTableCases(t *testing.T) {
 		t.Errorf("invalid unit: %+v", b)
 	}
 }
+
+// TestMaxProtOf: max over w != u of |prot(w) \ {u}| from the sorted order
+// equals the O(n) scan it replaced, for every node, on random marks.
+func TestMaxProtOf(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		g, p := instanceGen(rt, t)
+		sc, err := New(g, p, JC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for u := int32(0); int(u) < g.N(); u++ {
+			want := 0
+			for w := int32(0); int(w) < g.N(); w++ {
+				if w != u {
+					c := p.Count(w)
+					if p.Has(w, u) {
+						c--
+					}
+					want = max(want, c)
+				}
+			}
+			if got := sc.maxProtOf(u, sc.protOrder()); got != want {
+				rt.Fatalf("u %d: maxProtOf %d, scan %d", u, got, want)
+			}
+		}
+	})
+}
