@@ -127,6 +127,27 @@ func (sc *evScratch) add(w int32, beta float64) {
 	sc.acc[w] += beta
 }
 
+// maxResetCN is maxReset for CN's party-unit accumulators (acc[w] = the
+// number of w's protected pairs with exactly one endpoint in N(u)), and
+// also returns the exact squared l2 bound of the party unit: a party w in
+// N(u) moves each of its acc[w] candidate partners by 1 (sum of squares
+// acc[w]); a party w outside N(u) moves only its own coordinate, by up to
+// acc[w] (square acc[w]^2). in reports membership of N(u).
+func (sc *evScratch) maxResetCN(in func(int32) bool) (l1, l2sq float64) {
+	for _, w := range sc.touched {
+		a := sc.acc[w]
+		l1 = max(l1, a)
+		if in(w) {
+			l2sq = max(l2sq, a)
+		} else {
+			l2sq = max(l2sq, a*a)
+		}
+		sc.acc[w] = 0
+	}
+	sc.touched = sc.touched[:0]
+	return l1, l2sq
+}
+
 // maxReset returns the largest accumulator and clears them.
 func (sc *evScratch) maxReset() float64 {
 	var m float64
@@ -239,6 +260,7 @@ func (s *Scorer) evidenceOne(u int32, unit privunit.Unit, maxProtU int, sc *evSc
 	gen := sc.gen
 	in := func(x int32) bool { return sc.stamp[x] == gen }
 	var l1, linf float64
+	cnL2sq := -1.0 // CN under the party unit: the exact squared l2 bound (maxResetCN)
 	switch s.kind {
 	case CN, AA, RA:
 	scan:
@@ -275,7 +297,11 @@ func (s *Scorer) evidenceOne(u int32, unit privunit.Unit, maxProtU int, sc *evSc
 			}
 		}
 		if unit == privunit.Party {
-			l1 = sc.maxReset()
+			if s.kind == CN {
+				l1, cnL2sq = sc.maxResetCN(in)
+			} else {
+				l1 = sc.maxReset()
+			}
 			linf = s.deltaS[u]
 		}
 	case JC, PA:
@@ -319,6 +345,9 @@ func (s *Scorer) evidenceOne(u int32, unit privunit.Unit, maxProtU int, sc *evSc
 	l2 := math.Sqrt(l1 * linf)
 	if s.kind == CN && unit == privunit.Pair {
 		l2 = l1
+	}
+	if cnL2sq >= 0 {
+		l2 = math.Min(l2, math.Sqrt(cnL2sq))
 	}
 	return EvidenceBound{Linf: linf, L1: l1, L2: l2}
 }

@@ -262,8 +262,10 @@ func (p *plan) key(c cell, graphSHA string) cellKey {
 		k.Unit = c.unit.String()
 	}
 	switch c.method.list {
-	case "dplp-list", "dplp-list-gauss":
+	case "dplp-list":
 		k.Unit, k.ListVersion = c.unit.String(), listVersion
+	case "dplp-list-gauss":
+		k.Unit, k.ListVersion = c.unit.String(), gaussVersion
 	case "perturb-once":
 		k.Unit, k.ListVersion = c.unit.String(), perturbVersion
 	case "joint-em", "oneshot-topk":

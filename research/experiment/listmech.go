@@ -20,10 +20,13 @@ import (
 	"github.com/dplp/dplp/score"
 )
 
-// listVersion versions the cells of dplp-list, perturbVersion those of
-// perturb-once, topkVersion those of joint-em and oneshot-topk (cellKey).
+// listVersion versions the cells of dplp-list, gaussVersion those of
+// dplp-list-gauss (gauss-v2: CN's exact party-unit l2 bound), perturbVersion
+// those of perturb-once, topkVersion those of joint-em and oneshot-topk
+// (cellKey).
 const (
 	listVersion    = "list-v8"
+	gaussVersion   = "gauss-v2"
 	perturbVersion = "list-v6"
 	topkVersion    = "topk-v1"
 )
