@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -138,5 +139,105 @@ func TestTimed(t *testing.T) {
 		if seen[op] != want {
 			t.Errorf("%s observed %d times, want %d (%v)", op, seen[op], want, seen)
 		}
+	}
+}
+
+// gateBudget blocks every ChargeBatch until the test releases it, and
+// records the size of each.
+type gateBudget struct {
+	BudgetStore
+	sizes   chan int      // the size of each call, when it starts
+	release chan struct{} // one receive per call lets it finish
+}
+
+func (s gateBudget) ChargeBatch(_ context.Context, rs []Release, _ Cap) ([]ChargeResult, error) {
+	s.sizes <- len(rs)
+	<-s.release
+	return make([]ChargeResult, len(rs)), nil
+}
+
+// waitQueued waits until g holds n queued releases.
+func waitQueued(g *GroupCommit, n int) {
+	for {
+		g.mu.Lock()
+		q := g.queued
+		g.mu.Unlock()
+		if q == n {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// With a latency bound, a transaction waits until it holds as many
+// releases as the previous one (whose callers come back under steady
+// load); a lone caller after an idle spell is committed at once, and one
+// that waits in vain is committed when the bound passes. Without a bound
+// nothing waits. (No timing is asserted: the test controls when each
+// transaction ends and checks which calls each one holds.)
+func TestGroupCommitDelay(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		delay time.Duration
+		// Calls queued while the previous transaction runs (the first
+		// alone), then calls queued only after it ended.
+		rounds    [][2]int
+		wantSizes []int
+	}{
+		// 1 alone; 3 queued meanwhile (>= 1: no wait); then 1 queued
+		// during it and 2 after: the third waits for 3.
+		{"waits for the previous size", time.Hour, [][2]int{{1, 0}, {3, 0}, {1, 2}}, []int{1, 3, 3}},
+		{"no bound, no wait", 0, [][2]int{{1, 0}, {3, 0}, {1, 0}}, []int{1, 3, 1}},
+		// The bound passes: the lone call of the third round is committed
+		// without the 3 it waited for.
+		{"bound passes", time.Millisecond, [][2]int{{1, 0}, {3, 0}, {1, 0}}, []int{1, 3, 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := gateBudget{sizes: make(chan int, 16), release: make(chan struct{})}
+			g := NewGroupCommitWith(st, GroupOptions{MaxItems: 64, MaxDelay: c.delay})
+			var wg sync.WaitGroup
+			call := func() {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if _, err := g.ChargeBatch(context.Background(), []Release{testRelease("u", "x", 0.1)}, Unlimited); err != nil {
+						t.Error(err)
+					}
+				}()
+			}
+			var sizes []int
+			queued := 0
+			for i, r := range c.rounds {
+				for range r[0] {
+					call()
+				}
+				queued += r[0]
+				if i == 0 {
+					sizes = append(sizes, <-st.sizes) // the lone first call runs
+					queued--
+					continue
+				}
+				waitQueued(g, queued) // queued while the previous transaction runs
+				st.release <- struct{}{}
+				for range r[1] {
+					call()
+				}
+				queued += r[1]
+				n := <-st.sizes
+				sizes = append(sizes, n)
+				queued -= n
+			}
+			for queued > 0 { // drain
+				st.release <- struct{}{}
+				n := <-st.sizes
+				sizes = append(sizes, n)
+				queued -= n
+			}
+			st.release <- struct{}{}
+			wg.Wait()
+			if !slices.Equal(sizes, c.wantSizes) {
+				t.Fatalf("transactions of %v, want %v", sizes, c.wantSizes)
+			}
+		})
 	}
 }

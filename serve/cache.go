@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,22 +13,28 @@ import (
 )
 
 // cacheStore keeps the reads of the hot paths (token hashes, the latest
-// list of (user, model, k), budgets shown in list responses) in memory for
-// at most ttl, and keeps them exact for changes made through this process:
-// PutToken and RevokeToken replace or drop the user's cached hash at once,
-// and every charge through ChargeBatch records the new latest lists and
-// adds each fresh charge to its user's cached budget (a budget read that
-// overlapped a charge is not cached). Changes made by another process
-// sharing the store are seen within ttl (latest lists: 30 ttl, see
-// latestTTLFactor). Enforcement never reads the cache: the cap is checked
-// by the store inside the charging transaction.
+// list of (user, model, k), the budgets of list responses and of the
+// pre-check) in memory, written through: it keeps them exact for changes
+// made through this process. PutToken caches the new hash once the store
+// has it, RevokeToken drops the user's cached hash at once; every charge
+// through ChargeBatch records the new latest lists and adds each fresh
+// charge to its user's cached budget, as the store added it (a budget read that overlapped a charge of that user
+// is not cached; a refused or failed charge drops the user's budget, which
+// is then read again). The store stays the truth: entries are only copies
+// of what it returned or committed, and enforcement never reads the
+// cache: the cap is checked by the store inside the charging transaction.
 //
-// What staleness can do (other processes only, at most ttl): a token revoked
-// elsewhere keeps working here for up to ttl; a sticky GET can re-serve the
-// list released before a fresh one made elsewhere (it was released to that
-// user too, so re-serving it is still free post-processing); the spent and
-// remaining figures of a list response can lag. GET .../budget reads the
-// store directly.
+// Changes made by another process sharing the store are seen within ttl
+// for token hashes, and within budgetTTLFactor (latestTTLFactor) times ttl
+// for budgets (latest lists). What that staleness can do (other processes
+// only): a token revoked elsewhere keeps working here for up to ttl; a
+// sticky GET can re-serve the list released before a fresh one made
+// elsewhere (it was released to that user too, so re-serving it is still
+// free post-processing); the spent and remaining figures of a list
+// response can lag charges made elsewhere, and the pre-check can let a
+// request through that the store then refuses (a cached spend is never
+// above the store's: spending only grows, so it never refuses wrongly).
+// GET .../budget reads the store directly.
 //
 // Latest lists are cached per provenance (ledger.Provenance is part of the
 // key), exactly as the store keeps them: a lookup for one provenance is
@@ -47,14 +54,27 @@ type cacheStore struct {
 	mu     sync.RWMutex
 	tokGen uint64 // bumped by PutToken and RevokeToken
 	spGen  uint64 // bumped by every ChargeBatch
-	tokens *tokenLRU
-	latest map[latestKey]cached[ledger.Release]
-	spend  map[string]cached[ledger.Spend]
+	// spFloor is spGen when the budget map was last cleared (markers
+	// included): reads begun before it are not cached.
+	spFloor uint64
+	tokens  *tokenLRU
+	latest  map[latestKey]cached[ledger.Release]
+	spend   map[string]spendEntry
 }
 
 type cached[T any] struct {
 	v   T
 	exp time.Time
+}
+
+// spendEntry is a user's cached budget: valid until exp, or a marker
+// (valid false) that a charge of the user returned at spGen gen, so that
+// a read begun before it is not cached.
+type spendEntry struct {
+	v     ledger.Spend
+	exp   time.Time
+	gen   uint64
+	valid bool
 }
 
 type latestKey struct {
@@ -63,26 +83,27 @@ type latestKey struct {
 	prov        ledger.Provenance
 }
 
-// newCacheStore caches s's reads for ttl: at most maxEntries lists and
-// budgets, and token hashes in at most tokenBytes bytes.
+// newCacheStore caches s's reads: token hashes for ttl, in at most
+// tokenBytes bytes; latest lists and budgets for 30 ttl (latestTTLFactor,
+// budgetTTLFactor), at most maxEntries of each. ttl <= 0: nothing is
+// cached (every read goes to the store).
 func newCacheStore(s ledger.Store, ttl time.Duration, maxEntries int, tokenBytes int64) *cacheStore {
 	return &cacheStore{Store: s, ttl: ttl, max: maxEntries, tokens: newTokenLRU(tokenBytes),
-		latest: map[latestKey]cached[ledger.Release]{}, spend: map[string]cached[ledger.Spend]{}}
+		latest: map[latestKey]cached[ledger.Release]{}, spend: map[string]spendEntry{}}
 }
 
-// put stores v in m (caller holds mu), dropping everything when m is full.
-func put[K comparable, T any](c *cacheStore, m map[K]cached[T], k K, v T) {
-	if len(m) >= c.max {
-		clear(m)
-	}
-	m[k] = cached[T]{v, time.Now().Add(c.ttl)}
-}
-
-// latestTTLFactor: latest lists are kept 30 times longer than the other
-// entries (30 s by default). A stale latest list is one the user received
+// latestTTLFactor: latest lists are kept 30 times longer than token
+// hashes (30 s by default). A stale latest list is one the user received
 // earlier, so re-serving it is still free post-processing; only which of
 // the user's lists a sticky GET shows can lag behind other processes.
 const latestTTLFactor = 30
+
+// budgetTTLFactor: budgets are kept as long as latest lists. Within this
+// process they are exact (written through); only charges made by other
+// processes can be missing, which makes a cached spend lower than the
+// store's, never higher: the figures of a list response lag, and the
+// pre-check may let through a request the store then refuses.
+const budgetTTLFactor = latestTTLFactor
 
 // putLatest caches r as the latest list of key (caller holds mu). The
 // influencers are dropped: list responses never show them.
@@ -145,10 +166,21 @@ func (c *cacheStore) forgetToken(user string) {
 	c.mu.Unlock()
 }
 
+// PutToken writes the new hash through: once the store has it, this
+// process authenticates with it (and no longer with the old one) without
+// reading the store. No lookup started before it can cache the old hash
+// afterwards. On error the user's entry is dropped (the store's state is
+// unknown).
 func (c *cacheStore) PutToken(ctx context.Context, user string, hash []byte) error {
 	c.forgetToken(user)
 	err := c.Store.PutToken(ctx, user, hash)
-	c.forgetToken(user)
+	c.mu.Lock()
+	c.tokGen++
+	c.tokens.remove(user)
+	if err == nil && c.ttl > 0 {
+		c.tokens.put(user, slices.Clone(hash), time.Now().Add(c.ttl))
+	}
+	c.mu.Unlock()
 	return err
 }
 
@@ -216,24 +248,36 @@ func (c *cacheStore) LatestBatch(ctx context.Context, users []string, model stri
 	return out, nil
 }
 
-// cachedBudget is Budget through the cache (list responses only).
+// cachedBudget is Budget through the cache (list responses and the
+// pre-check only; enforcement is the store's).
 func (c *cacheStore) cachedBudget(ctx context.Context, user string) (ledger.Spend, error) {
-	if sp, ok := get(c, c.spend, user); ok {
-		return sp, nil
-	}
 	c.mu.RLock()
+	e, ok := c.spend[user]
 	gen := c.spGen
 	c.mu.RUnlock()
+	if ok && e.valid && time.Now().Before(e.exp) {
+		return e.v, nil
+	}
 	sp, err := c.Store.Budget(ctx, user)
 	if err != nil {
 		return sp, err
 	}
 	c.mu.Lock()
-	if gen == c.spGen { // no charge through this process since the read began
-		put(c, c.spend, user, sp)
+	if cur, ok := c.spend[user]; gen >= c.spFloor && (!ok || cur.gen <= gen) { // no charge of user returned since the read began
+		c.putSpend(user, spendEntry{v: sp, exp: time.Now().Add(budgetTTLFactor * c.ttl), gen: gen, valid: c.ttl > 0})
 	}
 	c.mu.Unlock()
 	return sp, nil
+}
+
+// putSpend stores e as user's budget entry (caller holds mu), dropping
+// every entry when the map is full.
+func (c *cacheStore) putSpend(user string, e spendEntry) {
+	if _, ok := c.spend[user]; !ok && len(c.spend) >= c.max {
+		clear(c.spend)
+		c.spFloor = c.spGen
+	}
+	c.spend[user] = e
 }
 
 func (c *cacheStore) Charge(ctx context.Context, r ledger.Release, cp ledger.Cap) (ledger.Release, bool, error) {
@@ -249,18 +293,29 @@ func (c *cacheStore) ChargeBatch(ctx context.Context, rs []ledger.Release, cp le
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.spGen++
+	// stale marks user's budget as unknown: reads begun before now are
+	// not cached.
+	stale := func(user string) { c.putSpend(user, spendEntry{gen: c.spGen}) }
 	if err != nil {
 		// The outcome may be unknown: forget what these users' reads said.
 		for _, r := range rs {
-			delete(c.spend, r.User)
+			stale(r.User)
 		}
 		return res, err
 	}
-	for _, x := range res {
-		if x.Err != nil || x.Release.ID == 0 {
+	now := time.Now()
+	for i, x := range res {
+		if x.Err != nil {
+			// Refused: the store's totals are not what the cache thought
+			// (another process charged, or the pre-check was passed on a
+			// lower figure). Read them again.
+			stale(rs[i].User)
 			continue
 		}
-		if e, ok := c.spend[x.Release.User]; ok && x.Fresh && time.Now().Before(e.exp) {
+		if x.Release.ID == 0 {
+			continue
+		}
+		if e, ok := c.spend[x.Release.User]; ok && x.Fresh && e.valid && now.Before(e.exp) {
 			// The store added this release to the totals it read: do the
 			// same here, in the same order (charges through this process
 			// are serialised by the store), instead of reading them again.
@@ -275,9 +330,10 @@ func (c *cacheStore) ChargeBatch(ctx context.Context, rs []ledger.Release, cp le
 			if x.Release.Seeded {
 				e.v.Seeded++
 			}
+			e.gen = c.spGen
 			c.spend[x.Release.User] = e
 		} else if x.Fresh {
-			delete(c.spend, x.Release.User)
+			stale(x.Release.User)
 		}
 		key := latestKey{x.Release.User, x.Release.Model, x.Release.K, x.Release.Provenance()}
 		if cur, ok := c.latest[key]; !ok || cur.v.ID < x.Release.ID {

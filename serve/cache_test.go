@@ -2,7 +2,9 @@ package serve
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -170,5 +172,193 @@ func TestCacheKeepsProvenancesApart(t *testing.T) {
 	}
 	if r, ok, err := c.Latest(ctx, "a", "m", 1, ledger.Seeded); err != nil || !ok || r.List[0] != "sa" || !r.Seeded {
 		t.Fatalf("Latest(a, Seeded) = %+v %v %v", r, ok, err)
+	}
+}
+
+// hookStore runs a hook inside Budget, after the store's read, and can
+// refuse every charge as over a cap of 0.
+type hookStore struct {
+	ledger.Store
+	mu      sync.Mutex
+	budgets int
+	inRead  func()
+}
+
+func (s *hookStore) Budget(ctx context.Context, user string) (ledger.Spend, error) {
+	sp, err := s.Store.Budget(ctx, user)
+	s.mu.Lock()
+	s.budgets++
+	h := s.inRead
+	s.inRead = nil
+	s.mu.Unlock()
+	if h != nil {
+		h()
+	}
+	return sp, err
+}
+
+func (s *hookStore) reads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.budgets
+}
+
+// The budget cache is written through, per user: a read that overlapped a
+// charge of the same user (which may or may not be in it) is not cached, a
+// read that overlapped another user's charge is; a refused charge drops
+// the user's entry (the store's totals differ from the cache's), and the
+// next read goes to the store and is exact. Clearing a full map does not
+// forget that a read overlapped a charge.
+func TestCacheBudgetPerUser(t *testing.T) {
+	ctx := context.Background()
+	rel := func(u, item string) ledger.Release {
+		return ledger.Release{User: u, Model: "m", K: 1, EpsP: 0.5, Cost: 0.5, List: []string{item}}
+	}
+	for _, c := range []struct {
+		name        string
+		chargeUsers []string   // charged, in turn, while u's budget is being read
+		cap         ledger.Cap // of those charges
+		maxEntries  int
+		wantCached  bool // u's read is cached
+	}{
+		{"same user", []string{"u"}, ledger.Unlimited, 100, false},
+		{"other user", []string{"v"}, ledger.Unlimited, 100, true},
+		{"same user refused", []string{"u"}, ledger.Cap{Eps: 0.1, Rho: math.Inf(1), PartyEps: math.Inf(1)}, 100, false},
+		{"same user, map cleared after", []string{"u", "v", "w"}, ledger.Unlimited, 2, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base, _ := countingSQLite(t)
+			hs := &hookStore{Store: base}
+			cs := newCacheStore(hs, time.Hour, c.maxEntries, 1<<20)
+			if _, _, err := base.Charge(ctx, rel("u", "a"), ledger.Unlimited); err != nil { // spent 0.5 before
+				t.Fatal(err)
+			}
+			hs.inRead = func() {
+				for _, u := range c.chargeUsers {
+					if _, err := cs.ChargeBatch(ctx, []ledger.Release{rel(u, "b")}, c.cap); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			if _, err := cs.cachedBudget(ctx, "u"); err != nil {
+				t.Fatal(err)
+			}
+			got, err := cs.cachedBudget(ctx, "u")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := base.Budget(ctx, "u")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Fatalf("cached budget %+v, store %+v", got, want)
+			}
+			if reads, wantReads := hs.reads(), map[bool]int{true: 1, false: 2}[c.wantCached]; reads != wantReads {
+				t.Fatalf("%d budget reads reached the store, want %d", reads, wantReads)
+			}
+		})
+	}
+}
+
+// A refused charge drops the user's cached budget, even a valid one: the
+// store's totals were not what the cache held (here: charges made by
+// another process), and the next read brings the store's.
+func TestCacheBudgetRefusalRereads(t *testing.T) {
+	ctx := context.Background()
+	base, _ := countingSQLite(t)
+	hs := &hookStore{Store: base}
+	cs := newCacheStore(hs, time.Hour, 100, 1<<20)
+	rel := func(item string) ledger.Release {
+		return ledger.Release{User: "u", Model: "m", K: 1, EpsP: 1, Cost: 1, List: []string{item}}
+	}
+	if sp, err := cs.cachedBudget(ctx, "u"); err != nil || sp.Spent != 0 {
+		t.Fatal(sp, err)
+	}
+	capOf2 := ledger.Cap{Eps: 2, Rho: math.Inf(1), PartyEps: math.Inf(1)}
+	for _, item := range []string{"a", "b"} { // another process spends the cap
+		if _, _, err := base.Charge(ctx, rel(item), capOf2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sp, _ := cs.cachedBudget(ctx, "u"); sp.Spent != 0 {
+		t.Fatalf("cached spend %v, want the stale 0 before any refusal", sp.Spent)
+	}
+	res, err := cs.ChargeBatch(ctx, []ledger.Release{rel("c")}, capOf2)
+	if err != nil || !errors.Is(res[0].Err, ledger.ErrBudgetExhausted) {
+		t.Fatalf("charge: %+v %v, want a refusal", res, err)
+	}
+	if sp, err := cs.cachedBudget(ctx, "u"); err != nil || sp.Spent != 2 || sp.Releases != 2 {
+		t.Fatalf("after the refusal: %+v %v, want the store's spent 2 in 2 releases", sp, err)
+	}
+	if hs.reads() != 2 {
+		t.Fatalf("%d budget reads, want 2", hs.reads())
+	}
+}
+
+// tokenCountStore counts TokenHash reads and can fail PutToken.
+type tokenCountStore struct {
+	ledger.Store
+	reads   int
+	failPut bool
+}
+
+func (s *tokenCountStore) TokenHash(ctx context.Context, user string) ([]byte, bool, error) {
+	s.reads++
+	return s.Store.TokenHash(ctx, user)
+}
+
+func (s *tokenCountStore) PutToken(ctx context.Context, user string, hash []byte) error {
+	if s.failPut {
+		return errors.New("disk on fire")
+	}
+	return s.Store.PutToken(ctx, user, hash)
+}
+
+// Token hashes are written through: a token issued through the cache is
+// served from memory (the old one no longer), a revoked one is gone at
+// once, and a failed PutToken drops the entry so that the store is read.
+func TestCacheTokensWriteThrough(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name      string
+		op        func(c *cacheStore) error
+		wantHash  string // "" : no token
+		wantReads int    // store reads by the two lookups after op
+	}{
+		{"put", func(c *cacheStore) error { return c.PutToken(ctx, "u", []byte("new")) }, "new", 0},
+		{"revoke", func(c *cacheStore) error { return c.RevokeToken(ctx, "u") }, "", 1},
+		{"failed put", func(c *cacheStore) error {
+			c.Store.(*tokenCountStore).failPut = true
+			if err := c.PutToken(ctx, "u", []byte("new")); err == nil {
+				t.Error("PutToken succeeded")
+			}
+			return nil
+		}, "old", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base, _ := countingSQLite(t)
+			ts := &tokenCountStore{Store: base}
+			cs := newCacheStore(ts, time.Hour, 100, 1<<20)
+			if err := cs.PutToken(ctx, "u", []byte("old")); err != nil {
+				t.Fatal(err)
+			}
+			if h, ok, err := cs.TokenHash(ctx, "u"); err != nil || !ok || string(h) != "old" {
+				t.Fatalf("before: %q %v %v", h, ok, err)
+			}
+			if err := c.op(cs); err != nil {
+				t.Fatal(err)
+			}
+			ts.reads = 0
+			for range 2 {
+				h, ok, err := cs.TokenHash(ctx, "u")
+				if err != nil || ok != (c.wantHash != "") || string(h) != c.wantHash {
+					t.Fatalf("after: %q %v %v, want %q", h, ok, err, c.wantHash)
+				}
+			}
+			if ts.reads != c.wantReads {
+				t.Fatalf("%d store reads, want %d", ts.reads, c.wantReads)
+			}
+		})
 	}
 }

@@ -137,12 +137,27 @@ type Config struct {
 	CacheTTL time.Duration
 	// NoGroupCommit disables group commit (one transaction per charge).
 	NoGroupCommit bool
+	// GroupCommitMax and GroupCommitDelay tune group commit
+	// (ledger.GroupOptions MaxItems and MaxDelay): at most GroupCommitMax
+	// fresh lists per ledger transaction (0: 1024); a transaction waits
+	// until it holds as many lists as the previous one, but never longer
+	// than GroupCommitDelay after its first charge was queued (0:
+	// DefaultGroupCommitDelay; negative: no wait, a transaction starts as
+	// soon as the previous one has committed). See docs/SERVING.md,
+	// Performance.
+	GroupCommitMax   int
+	GroupCommitDelay time.Duration
 	// Logger receives JSON logs (default: slog JSON to stderr).
 	Logger *slog.Logger
 	// AccessLog logs every request at Info (default: errors and admin
 	// actions only).
 	AccessLog bool
 }
+
+// DefaultGroupCommitDelay is the default latency bound of group commit
+// (Config.GroupCommitDelay): how long a ledger transaction may wait for
+// more fresh lists to charge.
+const DefaultGroupCommitDelay = 2 * time.Millisecond
 
 // Server is the service. It is an http.Handler; Serve runs it with
 // graceful shutdown.
@@ -316,7 +331,12 @@ func New(cfg Config) (*Server, error) {
 	s.store = s.cache
 	s.charger = s.store
 	if !cfg.NoGroupCommit {
-		s.charger = ledger.NewGroupCommit(s.store, 1024, func(n int) { s.met.groupSize.Observe(float64(n)) })
+		delay := cfg.GroupCommitDelay
+		if delay == 0 {
+			delay = DefaultGroupCommitDelay
+		}
+		s.charger = ledger.NewGroupCommitWith(s.store, ledger.GroupOptions{MaxItems: cfg.GroupCommitMax, MaxDelay: delay,
+			OnBatch: func(n int) { s.met.groupSize.Observe(float64(n)) }})
 	}
 	if err := s.reload(context.Background(), "start"); err != nil {
 		s.Close()

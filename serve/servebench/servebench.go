@@ -2,7 +2,9 @@
 // in process: it starts serve.New on a loopback port, issues tokens to a set
 // of users, releases each one's sticky list once, then drives the service
 // with concurrent clients for a fixed duration per phase and reports
-// throughput and client-side latency:
+// throughput, client-side latency, the ledger calls the service made per
+// request (what its cache did not answer) and the process's CPU time per
+// request:
 //
 //	sticky      GET  /v1/users/{u}/recommendations?k=K (re-served at no cost)
 //	fresh       POST /v1/users/{u}/recommendations?k=K (sampled, durably charged)
@@ -53,7 +55,11 @@ type Options struct {
 	K, Users, Concurrency                         int
 	Duration                                      time.Duration // per phase
 	NoGroupCommit                                 bool
-	Phases                                        Phases
+	// GroupCommitMax and GroupCommitDelay are serve.Config's group commit
+	// settings (0: the service's defaults; a negative delay: no wait).
+	GroupCommitMax   int
+	GroupCommitDelay time.Duration
+	Phases           Phases
 	// CPUProfile, when not nil, receives a CPU profile of the timed
 	// phases (client and server).
 	CPUProfile io.Writer
@@ -70,6 +76,17 @@ type PhaseReport struct {
 	P99ms      float64 `json:"p99_ms"`
 	Maxms      float64 `json:"max_ms"`
 	FirstError string  `json:"first_error,omitempty"`
+	// StorePerRequest is, for each ledger operation the server's timed
+	// store reports (dplp_store_duration_seconds: token_hash, budget,
+	// latest, charge, ...), the store calls during the phase per request:
+	// what was really read from (or written to) the ledger per request,
+	// the cache's misses included. Operations without calls are left out.
+	StorePerRequest map[string]float64 `json:"store_calls_per_request,omitempty"`
+	// CPUusPerRequest is the process's CPU time (user and system, client
+	// and server together) during the phase per request, in microseconds:
+	// steadier than throughput on a machine shared with other jobs (0:
+	// not measured on this platform).
+	CPUusPerRequest float64 `json:"cpu_us_per_request,omitempty"`
 }
 
 // Report is Run's result (JSON keys are the bench serve output).
@@ -92,9 +109,15 @@ type Report struct {
 	// IdempotentOverFresh is the ratio of the idempotent phase's median
 	// latency to the fresh phase's (0 unless both ran).
 	IdempotentOverFresh float64 `json:"idempotent_over_fresh_p50,omitempty"`
-	// Fresh lists per ledger transaction during the fresh phase.
+	// Fresh lists per ledger transaction during the fresh phase, and the
+	// mean duration of one such transaction (the store's charge call,
+	// fsync included).
 	ChargesPerCommit float64 `json:"charges_per_commit"`
-	Note             string  `json:"note"`
+	CommitMs         float64 `json:"commit_ms,omitempty"`
+	// FreshOverSticky is the fresh phase's throughput over the sticky
+	// phase's (0 unless both ran).
+	FreshOverSticky float64 `json:"fresh_over_sticky,omitempty"`
+	Note            string  `json:"note"`
 }
 
 // Phases chooses the phases Run times (ParsePhases).
@@ -142,6 +165,7 @@ func (s *session) recURL(c client) string {
 func startServer(ctx context.Context, o *Options, adminTok string) (s *session, stop func(), err error) {
 	srv, err := serve.New(serve.Config{GraphPath: o.GraphPath, ProtectedPath: o.ProtectedPath, ModelPath: o.ModelPath, StoreDSN: o.StoreDSN, CreateStore: true,
 		AdminToken: adminTok, UserBudget: math.Inf(1), KMax: max(o.K, 100), NoGroupCommit: o.NoGroupCommit,
+		GroupCommitMax: o.GroupCommitMax, GroupCommitDelay: o.GroupCommitDelay,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		return nil, nil, err
@@ -244,43 +268,107 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	// Each phase's store calls: the timed store's counters before and
+	// after it.
+	timedPhase := func(run func() PhaseReport) PhaseReport {
+		before := scrapeMetrics(s.hc, s.base)
+		cpu0, ok0 := processCPU()
+		r := run()
+		cpu1, ok1 := processCPU()
+		after := scrapeMetrics(s.hc, s.base)
+		r.StorePerRequest = storePerRequest(before, after, r.Requests)
+		if ok0 && ok1 && r.Requests > 0 {
+			r.CPUusPerRequest = float64((cpu1 - cpu0).Microseconds()) / float64(r.Requests)
+		}
+		return r
+	}
 	if ph.Sticky {
-		rep.Sticky = s.phase(ctx, "GET", false, o.Concurrency, o.Duration)
+		rep.Sticky = timedPhase(func() PhaseReport { return s.phase(ctx, "GET", false, o.Concurrency, o.Duration) })
 	}
-	before := scrapeCommits(s.hc, s.base)
 	if ph.Fresh {
-		rep.Fresh = s.phase(ctx, "POST", false, o.Concurrency, o.Duration)
-	}
-	after := scrapeCommits(s.hc, s.base)
-	if n := after[1] - before[1]; n > 0 {
-		rep.ChargesPerCommit = (after[0] - before[0]) / n
+		before := scrapeMetrics(s.hc, s.base)
+		rep.Fresh = timedPhase(func() PhaseReport { return s.phase(ctx, "POST", false, o.Concurrency, o.Duration) })
+		after := scrapeMetrics(s.hc, s.base)
+		if n := after[groupCount] - before[groupCount]; n > 0 {
+			rep.ChargesPerCommit = (after[groupSum] - before[groupSum]) / n
+		}
+		if n := after[chargeCount] - before[chargeCount]; n > 0 {
+			rep.CommitMs = 1000 * (after[chargeSum] - before[chargeSum]) / n
+		}
 	}
 	if ph.Idempotent {
-		rep.Idempotent = s.phase(ctx, "POST", true, o.Concurrency, o.Duration)
+		rep.Idempotent = timedPhase(func() PhaseReport { return s.phase(ctx, "POST", true, o.Concurrency, o.Duration) })
 	}
 	if rep.Fresh.P50ms > 0 && rep.Idempotent.P50ms > 0 {
 		rep.IdempotentOverFresh = rep.Idempotent.P50ms / rep.Fresh.P50ms
+	}
+	if rep.Sticky.Throughput > 0 && rep.Fresh.Throughput > 0 {
+		rep.FreshOverSticky = rep.Fresh.Throughput / rep.Sticky.Throughput
 	}
 	rep.Note = "client-side latency over loopback; client and server share the cores; fresh and idempotent include sampling and the durable (fsynced) charge"
 	return rep, nil
 }
 
-// scrapeCommits returns (sum, count) of dplp_group_commit_items from /metrics.
-func scrapeCommits(hc *http.Client, base string) [2]float64 {
-	var out [2]float64
+// Series read from /metrics (scrapeMetrics keys).
+const (
+	groupSum    = "dplp_group_commit_items_sum"
+	groupCount  = "dplp_group_commit_items_count"
+	chargeSum   = `dplp_store_duration_seconds_sum{op="charge"}`
+	chargeCount = `dplp_store_duration_seconds_count{op="charge"}`
+	storeCalls  = `dplp_store_duration_seconds_count{op="`
+)
+
+// scrapeMetrics returns every sample of the service's /metrics by series
+// (name and labels as written); nil when it cannot be read.
+func scrapeMetrics(hc *http.Client, base string) map[string]float64 {
 	resp, err := hc.Get(base + "/metrics")
 	if err != nil {
-		return out
+		return nil
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		var v float64
-		if _, err := fmt.Sscanf(string(line), "dplp_group_commit_items_sum %g", &v); err == nil {
-			out[0] = v
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil
+	}
+	return parseMetrics(b)
+}
+
+// parseMetrics reads Prometheus text-format samples "series value"
+// (comments and unparsable lines skipped).
+func parseMetrics(b []byte) map[string]float64 {
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
 		}
-		if _, err := fmt.Sscanf(string(line), "dplp_group_commit_items_count %g", &v); err == nil {
-			out[1] = v
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+// storePerRequest is the store calls by operation between two scrapes,
+// per request (operations without calls left out; nil without requests).
+func storePerRequest(before, after map[string]float64, requests int64) map[string]float64 {
+	if requests == 0 {
+		return nil
+	}
+	out := map[string]float64{}
+	for k, v := range after {
+		op, ok := strings.CutPrefix(k, storeCalls)
+		if !ok {
+			continue
+		}
+		op = strings.TrimSuffix(op, `"}`)
+		if d := v - before[k]; d > 0 {
+			out[op] = d / float64(requests)
 		}
 	}
 	return out

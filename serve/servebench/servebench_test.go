@@ -143,12 +143,57 @@ func TestRun(t *testing.T) {
 			t.Fatalf("%s phase: %+v", name, ph)
 		}
 	}
-	if rep.IdempotentOverFresh <= 0 || rep.ChargesPerCommit <= 0 {
+	if rep.IdempotentOverFresh <= 0 || rep.ChargesPerCommit <= 0 || rep.FreshOverSticky <= 0 || rep.CommitMs <= 0 {
 		t.Fatalf("ratios: %+v", rep)
+	}
+	// Every fresh request charges: the store's charge calls are counted
+	// (at most one per request, fewer when grouped).
+	if c := rep.Fresh.StorePerRequest["charge"]; c <= 0 || c > 1 {
+		t.Fatalf("fresh phase: %v charge calls per request", c)
 	}
 	bad := opt
 	bad.Phases = Phases{}
 	if _, err := Run(context.Background(), bad); err == nil {
 		t.Fatal("no phase: accepted")
+	}
+}
+
+// TestStorePerRequest: the timed store's counters are read from the
+// metrics text (comments, other series and unparsable lines skipped) and
+// turned into calls per request, operations without calls left out.
+func TestStorePerRequest(t *testing.T) {
+	before := parseMetrics([]byte(`# HELP dplp_store_duration_seconds x
+# TYPE dplp_store_duration_seconds histogram
+dplp_store_duration_seconds_count{op="charge"} 10
+dplp_store_duration_seconds_count{op="token_hash"} 4
+dplp_store_duration_seconds_sum{op="charge"} 0.5
+dplp_group_commit_items_sum 40
+not a sample
+`))
+	after := parseMetrics([]byte(`dplp_store_duration_seconds_count{op="charge"} 35
+dplp_store_duration_seconds_count{op="token_hash"} 4
+dplp_store_duration_seconds_count{op="budget"} 50
+dplp_store_duration_seconds_sum{op="charge"} 1.5
+dplp_group_commit_items_sum 140
+`))
+	if before[chargeSum] != 0.5 || before[groupSum] != 40 || after[chargeCount] != 35 {
+		t.Fatalf("parsed %v and %v", before, after)
+	}
+	for _, c := range []struct {
+		requests int64
+		want     map[string]float64
+	}{
+		{100, map[string]float64{"charge": 0.25, "budget": 0.5}},
+		{0, nil},
+	} {
+		got := storePerRequest(before, after, c.requests)
+		if len(got) != len(c.want) || (c.want == nil) != (got == nil) {
+			t.Fatalf("%d requests: %v, want %v", c.requests, got, c.want)
+		}
+		for op, v := range c.want {
+			if got[op] != v {
+				t.Fatalf("%d requests: %v, want %v", c.requests, got, c.want)
+			}
+		}
 	}
 }
