@@ -91,18 +91,21 @@ type PhaseReport struct {
 
 // Report is Run's result (JSON keys are the bench serve output).
 type Report struct {
-	Graph       string      `json:"graph"`
-	Nodes       int         `json:"nodes"`
-	Edges       int64       `json:"edges"`
-	Model       string      `json:"model"`
-	K           int         `json:"k"`
-	Users       int         `json:"users"`
-	Concurrency int         `json:"concurrency"`
-	GOMAXPROCS  int         `json:"gomaxprocs"`
-	Store       string      `json:"store"`
-	GroupCommit bool        `json:"group_commit"`
-	Sticky      PhaseReport `json:"sticky"`
-	Fresh       PhaseReport `json:"fresh"`
+	Graph       string `json:"graph"`
+	Nodes       int    `json:"nodes"`
+	Edges       int64  `json:"edges"`
+	Model       string `json:"model"`
+	K           int    `json:"k"`
+	Users       int    `json:"users"`
+	Concurrency int    `json:"concurrency"`
+	GOMAXPROCS  int    `json:"gomaxprocs"`
+	Store       string `json:"store"`
+	GroupCommit bool   `json:"group_commit"`
+	// GroupCommitDelayMS is the group commit's latency bound in effect
+	// (0: no wait).
+	GroupCommitDelayMS float64     `json:"group_commit_delay_ms"`
+	Sticky             PhaseReport `json:"sticky"`
+	Fresh              PhaseReport `json:"fresh"`
 	// Idempotent is the fresh phase with a new Idempotency-Key on every
 	// request (each one sampled and charged, as a client's first try is).
 	Idempotent PhaseReport `json:"idempotent"`
@@ -259,6 +262,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	rep := &Report{Graph: o.GraphPath, Nodes: g.N(), Edges: g.M(), K: o.K, Users: len(s.clients), Concurrency: o.Concurrency,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), Store: storeKind(o.StoreDSN), GroupCommit: !o.NoGroupCommit}
+	if d := o.GroupCommitDelay; !o.NoGroupCommit && d >= 0 {
+		if d == 0 {
+			d = serve.DefaultGroupCommitDelay
+		}
+		rep.GroupCommitDelayMS = float64(d) / float64(time.Millisecond)
+	}
 	if m, err := model.Load(o.ModelPath); err == nil {
 		rep.Model, _ = m.ID()
 	}

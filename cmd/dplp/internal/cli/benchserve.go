@@ -14,6 +14,7 @@ import (
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/serve"
 	"github.com/dplp/dplp/serve/servebench"
 	"github.com/spf13/cobra"
 )
@@ -26,6 +27,8 @@ type benchServeOptions struct {
 	k, users, conc                                      int
 	dur                                                 time.Duration
 	noGroup                                             bool
+	groupDelay                                          time.Duration
+	groupMax                                            int
 	cpuProfile, phases                                  string
 }
 
@@ -75,6 +78,8 @@ func (o *benchServeOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed phases (client and server) to this file")
 	f.StringVar(&o.phases, "phases", "sticky,fresh,idempotent", "timed phases to run, comma-separated: sticky, fresh, idempotent")
 	f.BoolVar(&o.noGroup, "no-group-commit", false, "one ledger transaction per fresh list (to measure group commit)")
+	f.DurationVar(&o.groupDelay, "group-commit-delay", serve.DefaultGroupCommitDelay, "latency bound of group commit, as dplp serve's (0: no wait)")
+	f.IntVar(&o.groupMax, "group-commit-max", 1024, "most fresh lists per ledger transaction, as dplp serve's")
 }
 
 func (o *benchServeOptions) validate(cmd *cobra.Command) error {
@@ -89,6 +94,10 @@ func (o *benchServeOptions) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("--concurrency must be >= 1, got %d", o.conc)
 	case o.dur <= 0:
 		return fmt.Errorf("--duration must be > 0, got %v", o.dur)
+	case o.groupDelay < 0:
+		return fmt.Errorf("--group-commit-delay must be >= 0 (0: no wait), got %v", o.groupDelay)
+	case o.groupMax < 1:
+		return fmt.Errorf("--group-commit-max must be >= 1, got %d", o.groupMax)
 	case o.protPath != "" && cmd.Flags().Changed("sigma"):
 		return fmt.Errorf("give either --protected or --sigma, not both")
 	}
@@ -117,7 +126,8 @@ func (o *benchServeOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	opt := servebench.Options{Graph: g, GraphPath: o.graphPath, ProtectedPath: o.protPath, ModelPath: o.modelPath, StoreDSN: o.storeDSN,
-		K: o.k, Users: o.users, Concurrency: o.conc, Duration: o.dur, NoGroupCommit: o.noGroup, Phases: ph}
+		K: o.k, Users: o.users, Concurrency: o.conc, Duration: o.dur, NoGroupCommit: o.noGroup, Phases: ph,
+		GroupCommitMax: o.groupMax, GroupCommitDelay: noWaitIfZero(o.groupDelay)}
 	if o.cpuProfile != "" {
 		pf, err := os.Create(o.cpuProfile)
 		if err != nil {

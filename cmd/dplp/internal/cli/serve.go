@@ -25,9 +25,10 @@ type serveOptions struct {
 	listen, metricsListen    string
 	tokenFile                string // --admin-token-file
 	logLevel                 string
-	budgetApprox             string   // --user-budget-approx EPS,DELTA
-	partyBudget              *float64 // --user-budget-party (nil: options built without flags, no party cap)
-	trustedProxies           []string // --trusted-proxy CIDR (repeatable)
+	budgetApprox             string         // --user-budget-approx EPS,DELTA
+	partyBudget              *float64       // --user-budget-party (nil: options built without flags, no party cap)
+	groupDelay               *time.Duration // --group-commit-delay (nil: options built without flags, the default)
+	trustedProxies           []string       // --trusted-proxy CIDR (repeatable)
 	grace                    time.Duration
 	tlsCert, tlsKey          string // --tls-cert, --tls-key
 	rateBurst, authFailBurst int
@@ -89,6 +90,9 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	o.partyBudget = new(float64)
 	f.Float64Var(o.partyBudget, "user-budget-party", math.Inf(1), "every user's cap on total epsilon under the party unit (a pair-unit dplp-list list costs eps x L1_party/L1_pair there; inf: no cap)")
 	f.IntVar(&cfg.KMax, "k-max", 100, "largest list length K accepted")
+	f.IntVar(&cfg.GroupCommitMax, "group-commit-max", 1024, "most fresh lists charged in one ledger transaction (group commit; 0: 1024)")
+	o.groupDelay = new(time.Duration)
+	f.DurationVar(o.groupDelay, "group-commit-delay", serve.DefaultGroupCommitDelay, "latency bound of group commit: a ledger transaction waits up to this long for as many fresh lists as the previous one held (0: no wait)")
 	f.DurationVar(&cfg.MarksRefresh, "marks-refresh", 5*time.Second, "poll the store for marks set through other processes at this interval (0: off)")
 	f.Float64Var(&cfg.RateLimit, "rate-limit", 50, "requests per second allowed per user token and per client address on /v1/ routes (0: no limit)")
 	f.IntVar(&o.rateBurst, "rate-burst", 0, "bursts allowed over --rate-limit (0: the rate, at least 1)")
@@ -114,6 +118,16 @@ func (o *serveOptions) validate() error {
 			return err
 		}
 		cfg.UserPartyBudget = *o.partyBudget
+	}
+	if o.groupDelay != nil {
+		d, err := groupDelay(*o.groupDelay)
+		if err != nil {
+			return err
+		}
+		cfg.GroupCommitDelay = d
+	}
+	if cfg.GroupCommitMax < 0 {
+		return fmt.Errorf("--group-commit-max must be >= 1 (0: 1024), got %d", cfg.GroupCommitMax)
 	}
 	rho, err := parseApproxCap(o.budgetApprox)
 	if err != nil {
@@ -241,4 +255,22 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 		}
 	}()
 	return srv.Serve(ctx, ln, o.grace)
+}
+
+// groupDelay maps --group-commit-delay to serve.Config.GroupCommitDelay:
+// 0 (no wait) becomes a negative delay (the Config's zero value is the
+// default bound); a negative flag is an error.
+func groupDelay(d time.Duration) (time.Duration, error) {
+	if d < 0 {
+		return 0, fmt.Errorf("--group-commit-delay must be >= 0 (0: no wait), got %v", d)
+	}
+	return noWaitIfZero(d), nil
+}
+
+// noWaitIfZero is d, or -1 (serve.Config: no wait) when d is 0.
+func noWaitIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/dplp/dplp/ledger"
+	"github.com/dplp/dplp/serve"
+	"github.com/spf13/cobra"
 )
 
 // TestServeFlags: no seed flag; flag validation before anything starts.
@@ -663,5 +665,37 @@ func e2eHardening(t *testing.T, f e2eFiles, dsn, user string) {
 	}
 	if strings.Contains(log, f.admin) || strings.Contains(log, next) || strings.Contains(log, tok) {
 		t.Fatal("a token in the log")
+	}
+}
+
+// TestServeGroupCommitFlags: --group-commit-delay 0 means no wait (a
+// negative Config delay), the default is serve's, negative values and a
+// negative --group-commit-max are errors.
+func TestServeGroupCommitFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		want    time.Duration
+		wantErr bool
+	}{
+		{nil, serve.DefaultGroupCommitDelay, false},
+		{[]string{"--group-commit-delay", "0"}, -1, false},
+		{[]string{"--group-commit-delay", "5ms"}, 5 * time.Millisecond, false},
+		{[]string{"--group-commit-delay", "-1ms"}, 0, true},
+		{[]string{"--group-commit-max", "-2"}, 0, true},
+	} {
+		o := &serveOptions{}
+		cmd := &cobra.Command{}
+		o.register(cmd)
+		if err := cmd.ParseFlags(append([]string{"--admin-token-file", "x"}, tc.args...)); err != nil {
+			t.Fatal(err)
+		}
+		o.cfg.KMax = 10
+		err := o.validate()
+		if (err != nil) != tc.wantErr {
+			t.Fatalf("%v: err %v, want error %v", tc.args, err, tc.wantErr)
+		}
+		if err == nil && o.cfg.GroupCommitDelay != tc.want {
+			t.Errorf("%v: delay %v, want %v", tc.args, o.cfg.GroupCommitDelay, tc.want)
+		}
 	}
 }
