@@ -20,7 +20,8 @@ type accountOptions struct {
 	asJSON               bool
 
 	hasTarget bool          // set by validate: --target-eps was given
-	list      bool          // set by validate: --mechanism dplp-list
+	list      bool          // set by validate: --mechanism dplp-list or dplp-list-gauss
+	gauss     bool          // set by validate: --mechanism dplp-list-gauss
 	unit      privunit.Unit // set by validate: --unit
 }
 
@@ -28,6 +29,7 @@ type accountOptions struct {
 const (
 	accountExponential = "exponential"
 	accountDPLPList    = "dplp-list"
+	accountGauss       = "dplp-list-gauss"
 )
 
 func newAccountCmd() *cobra.Command {
@@ -52,6 +54,11 @@ that eps_p.
 (docs/privacy-model.md §16), each one Laplace release charged --eps E whatever
 K: pure_eps N*E, zcdp_rho N*E^2/2 (a pure eps-DP mechanism is eps^2/2-zCDP),
 approx_eps as above; --target-eps gives the largest eps per list (eps_list).
+
+--mechanism dplp-list-gauss accounts for N lists of its Gaussian release
+(docs/privacy-model.md §16.9), each charged zCDP rho = E^2/2 for --eps E: no
+pure-DP bound (pure_eps is none; null in JSON), zcdp_rho N*E^2/2, approx_eps the
+tight conversion; --target-eps gives the largest E per list.
 
 --unit is the privacy unit of the guarantee: party (the default, Definition 1:
 any subset of one party's protected pairs) or pair (one protected pair). The
@@ -107,10 +114,12 @@ func (o *accountOptions) validate(cmd *cobra.Command) error {
 	case accountExponential:
 	case accountDPLPList:
 		o.list = true
+	case accountGauss:
+		o.list, o.gauss = true, true
 	default:
-		return fmt.Errorf("--mechanism: want exponential or dplp-list, got %q", o.mechanism)
+		return fmt.Errorf("--mechanism: want exponential, dplp-list or dplp-list-gauss, got %q", o.mechanism)
 	}
-	epsFlag, other, otherMech := "eps-p", "eps", accountDPLPList
+	epsFlag, other, otherMech := "eps-p", "eps", accountDPLPList+" or "+accountGauss
 	if o.list {
 		epsFlag, other, otherMech = "eps", "eps-p", accountExponential
 	}
@@ -138,6 +147,9 @@ func (o *accountOptions) validate(cmd *cobra.Command) error {
 
 // mechName is the canonical name of the accounted mechanism.
 func (o *accountOptions) mechName() string {
+	if o.gauss {
+		return accountGauss
+	}
 	if o.list {
 		return accountDPLPList
 	}
@@ -150,6 +162,9 @@ func (o *accountOptions) mechName() string {
 type accountJSON struct {
 	EpsP *float64 `json:"eps_p,omitempty"`
 	accountant.Summary
+	// PureEps shadows Summary's: null for dplp-list-gauss (no pure-DP
+	// bound; JSON has no infinity).
+	PureEps   *float64 `json:"pure_eps"`
 	Unit      string   `json:"unit"`
 	Mechanism string   `json:"mechanism,omitempty"`
 	EpsList   *float64 `json:"eps_list,omitempty"`
@@ -161,14 +176,14 @@ func (o *accountOptions) run(out io.Writer) error {
 		return o.runTarget(out)
 	}
 	if o.list {
-		s, err := listAccount(o.lists, o.epsList, o.delta)
+		s, err := listAccount(o.lists, o.epsList, o.delta, o.gauss)
 		if err != nil {
 			return err
 		}
 		if o.asJSON {
 			return printJSON(out, o.json(s, nil, &o.epsList))
 		}
-		fmt.Fprintf(out, "%d list(s) of dplp-list at eps %g per list (whatever K):\n", o.lists, o.epsList)
+		fmt.Fprintf(out, "%d list(s) of %s at eps %g per list (whatever K):\n", o.lists, o.mechName(), o.epsList)
 		o.print(out, s)
 		return nil
 	}
@@ -220,19 +235,26 @@ func (o *accountOptions) runListTarget(out io.Writer) error {
 		return err
 	}
 	n := float64(o.lists)
-	e := max(o.target/n, math.Sqrt(2*rho/n))
+	e := math.Sqrt(2 * rho / n)
+	if !o.gauss {
+		e = max(o.target/n, e)
+	}
 	if err := accountant.CheckEps(e); err != nil {
 		return fmt.Errorf("--target-eps %g for %d dplp-list list(s) needs eps = %g per list, outside the range every other command accepts: %w", o.target, o.lists, e, err)
 	}
-	s, err := listAccount(o.lists, e, o.delta)
+	s, err := listAccount(o.lists, e, o.delta, o.gauss)
 	if err != nil {
 		return err
 	}
 	if o.asJSON {
 		return printJSON(out, o.json(s, nil, &e))
 	}
-	fmt.Fprintf(out, "largest eps per list for %d list(s) of dplp-list (whatever K) to be (%g, %g)-DP:\n", o.lists, o.target, o.delta)
-	fmt.Fprintf(out, "eps_list    %.6g  (pure composition alone allows %.6g)\n", e, o.target/n)
+	fmt.Fprintf(out, "largest eps per list for %d list(s) of %s (whatever K) to be (%g, %g)-DP:\n", o.lists, o.mechName(), o.target, o.delta)
+	if o.gauss {
+		fmt.Fprintf(out, "eps_list    %.6g  (rho = eps^2/2 per list)\n", e)
+	} else {
+		fmt.Fprintf(out, "eps_list    %.6g  (pure composition alone allows %.6g)\n", e, o.target/n)
+	}
 	o.print(out, s)
 	return nil
 }
@@ -240,9 +262,13 @@ func (o *accountOptions) runListTarget(out io.Writer) error {
 // listAccount is the accounting of n dplp-list lists at eps each: every
 // list is one eps-DP release (accountant.PureList: eps pure, eps^2/2 zCDP),
 // composed over n lists; approx_eps is the better of pure and the tight
-// conversion of the summed rho.
-func listAccount(n int, eps, delta float64) (accountant.Summary, error) {
+// conversion of the summed rho. With gauss, each list is the Gaussian
+// release at rho = eps^2/2 and no pure bound (PureEps +Inf).
+func listAccount(n int, eps, delta float64, gauss bool) (accountant.Summary, error) {
 	ch := accountant.PureList(eps)
+	if gauss {
+		ch.Eps = math.Inf(1)
+	}
 	s := accountant.Summary{PureEps: float64(n) * ch.Eps, Rho: float64(n) * ch.Rho}
 	z, err := accountant.ZCDPToApprox(s.Rho, delta)
 	if err != nil {
@@ -256,8 +282,11 @@ func listAccount(n int, eps, delta float64) (accountant.Summary, error) {
 // eps_list for dplp-list).
 func (o *accountOptions) json(s accountant.Summary, epsP, epsList *float64) accountJSON {
 	j := accountJSON{EpsP: epsP, Summary: s, Unit: o.unit.String(), UnitNote: o.unitNote(s)}
+	if !math.IsInf(s.PureEps, 1) {
+		j.PureEps = &s.PureEps
+	}
 	if o.list {
-		j.Mechanism, j.EpsList = accountDPLPList, epsList
+		j.Mechanism, j.EpsList = o.mechName(), epsList
 	}
 	return j
 }
@@ -270,6 +299,8 @@ func (o *accountOptions) unitNote(s accountant.Summary) string {
 	switch {
 	case o.unit != privunit.Pair:
 		return ""
+	case o.gauss:
+		return fmt.Sprintf("a party with m protected pairs gets at most m^2 x %.6g zCDP rho", s.Rho)
 	case o.list:
 		return fmt.Sprintf("a party with m protected pairs gets at most m x %.6g pure eps and m^2 x %.6g zCDP rho", s.PureEps, s.Rho)
 	}
@@ -277,10 +308,14 @@ func (o *accountOptions) unitNote(s accountant.Summary) string {
 }
 
 func (o *accountOptions) print(out io.Writer, s accountant.Summary) {
-	if o.list {
+	switch {
+	case o.gauss:
+		fmt.Fprintf(out, "pure_eps    none  (the Gaussian release is not pure DP)\n")
+		fmt.Fprintf(out, "zcdp_rho    %.6g  (zCDP, each list eps^2/2)\n", s.Rho)
+	case o.list:
 		fmt.Fprintf(out, "pure_eps    %.6g  (pure DP, basic composition: eps per list)\n", s.PureEps)
 		fmt.Fprintf(out, "zcdp_rho    %.6g  (zCDP, each list eps^2/2)\n", s.Rho)
-	} else {
+	default:
 		fmt.Fprintf(out, "pure_eps    %.6g  (pure DP, basic composition)\n", s.PureEps)
 		fmt.Fprintf(out, "zcdp_rho    %.6g  (zCDP, each pick eps_p^2/8)\n", s.Rho)
 	}

@@ -93,8 +93,8 @@ func TestAccountFlags(t *testing.T) {
 		{[]string{"--eps-p", "1", "--target-eps", "2"}, "not both"},
 		{[]string{"--target-eps", "-1"}, "--target-eps must be a finite number > 0"},
 		{[]string{"--eps-p", "1", "--unit", "edge"}, "--unit: want party or pair"},
-		{[]string{"--eps-p", "1", "--mechanism", "laplace"}, "--mechanism: want exponential or dplp-list"},
-		{[]string{"--eps", "1"}, "--eps is for --mechanism dplp-list; --mechanism exponential takes --eps-p"},
+		{[]string{"--eps-p", "1", "--mechanism", "laplace"}, "--mechanism: want exponential, dplp-list or dplp-list-gauss"},
+		{[]string{"--eps", "1"}, "--eps is for --mechanism dplp-list or dplp-list-gauss; --mechanism exponential takes --eps-p"},
 		{[]string{"--mechanism", "dplp-list", "--eps-p", "1"}, "--eps-p is for --mechanism exponential; --mechanism dplp-list takes --eps"},
 		{[]string{"--mechanism", "dplp-list"}, "give --eps E (cost of a list)"},
 		{[]string{"--mechanism", "dplp-list", "--eps", "1", "--target-eps", "2"}, "give either --eps or --target-eps"},
@@ -214,5 +214,45 @@ func TestAccountListTarget(t *testing.T) {
 		if min(float64(tc.lists)*more, z) <= tc.target {
 			t.Errorf("%d lists: eps %v x 1.0001 still meets %g", tc.lists, got.EpsList, tc.target)
 		}
+	}
+}
+
+// TestAccountGauss: the Gaussian release has no pure bound (null in JSON),
+// rho N eps^2/2 and the tight conversion; its target inverts the
+// conversion alone; the same rho under dplp-list keeps its pure eps.
+func TestAccountGauss(t *testing.T) {
+	for _, tc := range []struct {
+		lists int
+		eps   float64
+	}{{1, 3}, {10, 1}, {100, 1}} {
+		out, err := runAccount(t, "--mechanism", "dplp-list-gauss", "--eps", strconv.FormatFloat(tc.eps, 'g', -1, 64), "--lists", strconv.Itoa(tc.lists), "--json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(out), &m); err != nil {
+			t.Fatal(err, out)
+		}
+		rho := float64(tc.lists) * tc.eps * tc.eps / 2
+		want, _ := accountant.ZCDPToApprox(rho, 1e-6)
+		if v, ok := m["pure_eps"]; !ok || v != nil || m["zcdp_rho"] != rho || m["approx_eps"] != want || m["mechanism"] != "dplp-list-gauss" {
+			t.Fatalf("%+v: %v", tc, m)
+		}
+	}
+	out, err := runAccount(t, "--mechanism", "dplp-list-gauss", "--target-eps", "10", "--lists", "4", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err, out)
+	}
+	rho, _ := accountant.MaxRho(10, 1e-6)
+	if e := m["eps_list"].(float64); math.Abs(e-math.Sqrt(2*rho/4)) > 1e-12 || math.Abs(m["approx_eps"].(float64)-10) > 1e-6 {
+		t.Fatalf("target: %v", m)
+	}
+	text, err := runAccount(t, "--mechanism", "dplp-list-gauss", "--eps", "3")
+	if err != nil || !strings.Contains(text, "pure_eps    none") {
+		t.Fatalf("%v: %s", err, text)
 	}
 }
