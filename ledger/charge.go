@@ -52,15 +52,19 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 	// exposure tracking a release carries hundreds of influencer labels,
 	// and checking and encoding them one transaction at a time was most of
 	// a large batch's charging time.
-	err := par.Run(ctx, len(rs), par.Options{Chunk: 16, MinPerWorker: 256}, func(int) *[]byte { return new([]byte) }, func(buf *[]byte, i int) error {
+	type scratch struct {
+		buf []byte
+		ids []int64
+	}
+	err := par.Run(ctx, len(rs), par.Options{Chunk: 16, MinPerWorker: 256}, func(int) *scratch { return new(scratch) }, func(sc *scratch, i int) error {
 		items[i], bad[i] = normalize(rs[i], now)
 		if bad[i] == nil {
-			enc[i] = encode(&items[i], buf, !s.schema.hasLabels())
+			enc[i] = encode(&items[i], &sc.buf, !s.schema.hasLabels())
 			if s.schema.hasLabels() {
 				// nil unless every label has a cached id (the common
 				// case once the store has seen the parties): chargeTx
 				// assigns and looks up the others.
-				enc[i].set = encodeCached(&s.labels, items[i].Influencers)
+				enc[i].set = encodeInfl(&s.labels, items[i].Influencers, nil, s.schema.hasEF(), &sc.ids)
 			}
 		}
 		return nil
@@ -203,26 +207,25 @@ func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned
 	for i, j := range sameAs {
 		results[i] = ChargeResult{Release: items[j]}
 	}
-	var sets [][]byte // the fresh releases' encoded influencer sets (schema 8)
+	var sets [][]byte // the fresh releases' encoded influencer sets (schema 8 and later)
 	if v.hasLabels() {
-		var labels []string
+		// The sets with labels the cache did not know when they were
+		// encoded (outside the transaction).
+		var pending [][]string
 		for _, i := range fresh {
-			if enc[i].set != nil {
-				continue
-			}
-			for _, w := range items[i].Influencers {
-				if w != "*" {
-					labels = append(labels, w)
-				}
+			if enc[i].set == nil {
+				pending = append(pending, items[i].Influencers)
 			}
 		}
-		if err := labelIDs(ctx, q, lc, labels, learned); err != nil {
+		if err := labelIDs(ctx, q, lc, pending, learned); err != nil {
 			return nil, err
 		}
 		sets = make([][]byte, len(fresh))
 		for j, i := range fresh {
 			if sets[j] = enc[i].set; sets[j] == nil {
-				sets[j] = encodeInfl(lc, items[i].Influencers, learned, nil)
+				if sets[j] = encodeInfl(lc, items[i].Influencers, learned, v.hasEF(), nil); sets[j] == nil {
+					return nil, fmt.Errorf("ledger: an influencer label of user %q has no id", items[i].User)
+				}
 			}
 		}
 	}

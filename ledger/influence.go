@@ -1,20 +1,43 @@
 package ledger
 
-// Compact influence sets (schema version 8). A release's influencers were
-// stored as a JSON array of labels in releases.influencers: with exposure
-// tracking a release carries hundreds of labels, and the arrays were most of
-// the ledger (7-9x its size without them). From version 8 every label is
-// stored once, in influencer_labels (id, label), and a release stores the
-// ids of its influencers in releases.infl_ids, a BLOB:
+// Compact influence sets (schema versions 8 and 9). A release's influencers
+// were stored as a JSON array of labels in releases.influencers: with
+// exposure tracking a release carries hundreds of labels, and the arrays were
+// most of the ledger (7-9x its size without them). From version 8 every label
+// is stored once, in influencer_labels (id, label), and a release stores the
+// ids of its influencers in releases.infl_ids, a BLOB, in one of two formats.
+// Let id1 < id2 < ... < idn be the ids of its labels other than "*" (every
+// id >= 1) and star 1 when "*" (every party) is one of them.
+//
+// The schema-8 format (delta-coded uvarints; all a store at schema 8 writes):
 //
 //	uvarint(n<<1 | star) uvarint(id1) uvarint(id2-id1) ... uvarint(idn-id(n-1))
 //
-// where id1 < id2 < ... < idn are the ids of its labels other than "*" and
-// star is 1 when "*" (every party) is one of them. The empty set is the
-// single byte 0, so a stored set is never an empty BLOB. Releases recorded
-// before version 8 keep their JSON array (infl_ids NULL) and are read from
-// it; new releases store '' in influencers. Label ids never change once
-// assigned (labels are never deleted or renamed), so a store caches the
+// The empty set is the single byte 0. The encoder always wrote minimal
+// uvarints, so a schema-8 blob never starts with the bytes 0x80 0x00.
+//
+// Schema 9 (Elias-Fano), the format 1 blob:
+//
+//	0x80 0x00 0x01 uvarint(n<<1 | star) [uvarint(idn) byte(l) bits]
+//
+// 0x80 0x00 (a non-minimal uvarint 0) marks a versioned blob and 0x01 is the
+// format. The bracketed part is present when n > 0. With x_i = id_i - 1, the
+// bits (little-endian, least significant bit first) hold the low l bits of
+// x_1 .. x_n (n*l bits), then the upper bit vector of n + (x_n>>l) bits in
+// which bit (x_i>>l) + i - 1 is set for every i (and no other), then zero
+// padding to a whole byte. l (0..62) is the width that minimizes the size
+// (the smallest such): about 2 + log2(idn/n) bits per id, against 8-16 for
+// the uvarints. A store at schema 9 or later writes whichever format is
+// shorter (format 1 for all but the smallest sets; the empty set stays the
+// byte 0). Each decoder accepts exactly its canonical encodings (minimal
+// uvarints; for format 1 the chosen width, matching sizes, zero padding,
+// strictly increasing ids), so a truncated or extended blob is an error,
+// never another set.
+//
+// Releases recorded before version 8 keep their JSON array (infl_ids NULL)
+// and are read from it; later ones store '' in influencers. Version 9 does
+// not rewrite schema-8 blobs: both formats are read. Label ids never change
+// once assigned (labels are never deleted or renamed), so a store caches the
 // committed ids it has seen.
 
 import (
@@ -22,6 +45,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -42,17 +66,70 @@ var labelMigration = []string{
 	`ALTER TABLE releases ADD COLUMN infl_ids {{BLOB}}`,
 }
 
+// efSchema is the schema version from which influencer sets are written
+// Elias-Fano coded (format 1); stores at version 8 get the uvarint format,
+// which the dplp versions that know only version 8 read.
+const efSchema = 9
+
+func (v schemaLevel) hasEF() bool { return v == 0 || int(v) >= efSchema }
+
+// efMigration is migration 9: no table changes, only the new blob format
+// (a dplp that knows only version 8 refuses the store instead of failing
+// to decode its new sets).
+var efMigration []string
+
 // errBadInflSet is wrapped by decodeInflSet's errors.
 var errBadInflSet = errors.New("malformed influencer id set")
 
+// maxInflID bounds stored ids (far above any id a store assigns).
+const maxInflID = 1 << 62
+
+// inflFormatEF is the format byte of Elias-Fano coded sets.
+const inflFormatEF = 1
+
 // appendInflSet appends the encoding of a set of label ids (sorted, strictly
-// increasing, every id >= 1) and star to buf.
-func appendInflSet(buf []byte, ids []int64, star bool) []byte {
-	h := uint64(len(ids)) << 1
+// increasing, every id in [1, 2^62]) and star to buf. When ef is set (stores
+// at schema 9 or later) it writes the shorter of the two formats (the
+// schema-8 one on a tie: the empty set stays one byte, and sets of a few ids
+// are shorter as uvarints); else the schema-8 format.
+func appendInflSet(buf []byte, ids []int64, star, ef bool) []byte {
+	if ef && len(ids) > 0 && efBlobSize(ids, star) < v8BlobSize(ids, star) {
+		return appendInflSetEF(buf, ids, star)
+	}
+	return appendInflSetV8(buf, ids, star)
+}
+
+// uvarintLen is the length of binary.AppendUvarint(nil, v).
+func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
+
+// v8BlobSize is the length of appendInflSetV8's encoding.
+func v8BlobSize(ids []int64, star bool) int {
+	n, prev := uvarintLen(inflHeader(len(ids), star)), int64(0)
+	for _, id := range ids {
+		n += uvarintLen(uint64(id - prev))
+		prev = id
+	}
+	return n
+}
+
+// efBlobSize is the length of appendInflSetEF's encoding of a non-empty set.
+func efBlobSize(ids []int64, star bool) int {
+	top := uint64(ids[len(ids)-1] - 1)
+	return 3 + uvarintLen(inflHeader(len(ids), star)) + uvarintLen(top+1) + 1 + int((efSize(uint64(len(ids)), efLowBits(len(ids), top), top)+7)/8)
+}
+
+// inflHeader is the uvarint header of both formats: n<<1 | star.
+func inflHeader(n int, star bool) uint64 {
+	h := uint64(n) << 1
 	if star {
 		h |= 1
 	}
-	buf = binary.AppendUvarint(buf, h)
+	return h
+}
+
+// appendInflSetV8 appends the schema-8 (delta-coded uvarint) encoding.
+func appendInflSetV8(buf []byte, ids []int64, star bool) []byte {
+	buf = binary.AppendUvarint(buf, inflHeader(len(ids), star))
 	prev := int64(0)
 	for _, id := range ids {
 		buf = binary.AppendUvarint(buf, uint64(id-prev))
@@ -61,10 +138,89 @@ func appendInflSet(buf []byte, ids []int64, star bool) []byte {
 	return buf
 }
 
-// decodeInflSet decodes an encoded set: the ids (strictly increasing, >= 1)
-// and star.
+// efLowBits returns the number of low bits per value (0..62) that
+// minimizes the Elias-Fano size of n values whose largest is top.
+func efLowBits(n int, top uint64) uint {
+	best, bestSize := uint(0), efSize(uint64(n), 0, top)
+	for l := uint(1); l <= 62; l++ {
+		if size := efSize(uint64(n), l, top); size < bestSize {
+			best, bestSize = l, size
+		}
+	}
+	return best
+}
+
+// efSize returns the number of bits of an Elias-Fano coded set: n values
+// of l low bits and the upper bit vector.
+func efSize(n uint64, l uint, top uint64) uint64 { return n*uint64(l) + n + top>>l }
+
+// orBits ors the low w (<= 64) bits of v into buf at bit offset off (bits
+// numbered least significant first within each byte); buf is long enough.
+func orBits(buf []byte, off uint64, v uint64, w uint) {
+	if w < 64 {
+		v &= 1<<w - 1
+	}
+	for w > 0 {
+		sh := uint(off % 8)
+		buf[off/8] |= byte(v << sh)
+		n := 8 - sh
+		if n >= w {
+			return
+		}
+		v >>= n
+		off += uint64(n)
+		w -= n
+	}
+}
+
+// appendInflSetEF appends the Elias-Fano (format 1) encoding (appendInflSet
+// never uses it for the empty set, which it accepts all the same): the output
+// is sized exactly first, then the low bits and the upper vector's ones
+// are or-ed into it.
+func appendInflSetEF(buf []byte, ids []int64, star bool) []byte {
+	buf = append(buf, 0x80, 0x00, inflFormatEF)
+	buf = binary.AppendUvarint(buf, inflHeader(len(ids), star))
+	if len(ids) == 0 {
+		return buf
+	}
+	top := uint64(ids[len(ids)-1] - 1)
+	buf = binary.AppendUvarint(buf, top+1)
+	l := efLowBits(len(ids), top)
+	buf = append(buf, byte(l))
+	n := uint64(len(ids))
+	start := len(buf)
+	buf = slices.Grow(buf, int((efSize(n, l, top)+7)/8))
+	buf = buf[:start+int((efSize(n, l, top)+7)/8)]
+	body := buf[start:]
+	clear(body)
+	upper := n * uint64(l)
+	for i, id := range ids {
+		x := uint64(id - 1)
+		if l > 0 {
+			orBits(body, uint64(i)*uint64(l), x, l)
+		}
+		p := upper + x>>l + uint64(i)
+		body[p/8] |= 1 << (p % 8)
+	}
+	return buf
+}
+
+// decodeInflSet decodes an encoded set of either format: the ids (strictly
+// increasing, in [1, 2^62]) and star. A blob that is not the canonical
+// encoding of a set is an error wrapping errBadInflSet, never a panic.
 func decodeInflSet(b []byte) (ids []int64, star bool, err error) {
-	h, n := binary.Uvarint(b)
+	if len(b) >= 2 && b[0] == 0x80 && b[1] == 0x00 {
+		if len(b) < 3 || b[2] != inflFormatEF {
+			return nil, false, fmt.Errorf("%w: unknown format (a newer dplp wrote it?)", errBadInflSet)
+		}
+		return decodeInflSetEF(b[3:])
+	}
+	return decodeInflSetV8(b)
+}
+
+// decodeInflSetV8 decodes the schema-8 format.
+func decodeInflSetV8(b []byte) (ids []int64, star bool, err error) {
+	h, n := uvarint(b)
 	if n <= 0 {
 		return nil, false, fmt.Errorf("%w: bad header", errBadInflSet)
 	}
@@ -76,8 +232,8 @@ func decodeInflSet(b []byte) (ids []int64, star bool, err error) {
 	ids = make([]int64, 0, count)
 	prev := uint64(0)
 	for i := uint64(0); i < count; i++ {
-		d, n := binary.Uvarint(b)
-		if n <= 0 || d == 0 || d > 1<<62 || prev+d > 1<<62 {
+		d, n := uvarint(b)
+		if n <= 0 || d == 0 || d > maxInflID || prev+d > maxInflID {
 			return nil, false, fmt.Errorf("%w: bad delta at position %d", errBadInflSet, i)
 		}
 		b = b[n:]
@@ -88,6 +244,114 @@ func decodeInflSet(b []byte) (ids []int64, star bool, err error) {
 		return nil, false, fmt.Errorf("%w: %d trailing bytes", errBadInflSet, len(b))
 	}
 	return ids, h&1 == 1, nil
+}
+
+// uvarint is binary.Uvarint that also refuses non-minimal encodings (n <=
+// 0), which no encoder writes: so every accepted blob is canonical.
+func uvarint(b []byte) (uint64, int) {
+	v, n := binary.Uvarint(b)
+	if n > 0 && n != uvarintLen(v) {
+		return 0, -n
+	}
+	return v, n
+}
+
+// load64 returns the bits of b from bit offset off on (least significant
+// first; zeros past the end of b): at least 57 bits of b when that many are
+// left.
+func load64(b []byte, off uint64) uint64 {
+	k, sh := off/8, off%8
+	if k+8 <= uint64(len(b)) {
+		return binary.LittleEndian.Uint64(b[k:]) >> sh
+	}
+	var v uint64
+	for j := k; j < uint64(len(b)); j++ {
+		v |= uint64(b[j]) << (8 * (j - k))
+	}
+	return v >> sh
+}
+
+// bitsAt returns the w (<= 62) bits of b at bit offset off.
+func bitsAt(b []byte, off uint64, w uint) uint64 {
+	if w <= 56 {
+		return load64(b, off) & (1<<w - 1)
+	}
+	return load64(b, off)&(1<<32-1) | (load64(b, off+32)&(1<<(w-32)-1))<<32
+}
+
+// decodeInflSetEF decodes format 1 after its three marker bytes.
+func decodeInflSetEF(b []byte) (ids []int64, star bool, err error) {
+	h, n := uvarint(b)
+	if n <= 0 {
+		return nil, false, fmt.Errorf("%w: bad header", errBadInflSet)
+	}
+	b = b[n:]
+	count := h >> 1
+	star = h&1 == 1
+	if count == 0 {
+		if len(b) != 0 {
+			return nil, false, fmt.Errorf("%w: %d trailing bytes", errBadInflSet, len(b))
+		}
+		return nil, star, nil
+	}
+	last, n := uvarint(b)
+	if n <= 0 || last < count || last > maxInflID {
+		return nil, false, fmt.Errorf("%w: bad largest id", errBadInflSet)
+	}
+	b = b[n:]
+	if len(b) == 0 || b[0] > 62 {
+		return nil, false, fmt.Errorf("%w: bad low-bit width", errBadInflSet)
+	}
+	l := uint(b[0])
+	b = b[1:]
+	top := last - 1
+	// Every id takes at least one bit: this bounds count (and so the
+	// allocation and every product below) by the blob's size.
+	if count > uint64(len(b))*8 {
+		return nil, false, fmt.Errorf("%w: %d ids in %d bytes", errBadInflSet, count, len(b))
+	}
+	if want := efLowBits(int(count), top); l != want {
+		return nil, false, fmt.Errorf("%w: low-bit width %d, the encoder uses %d", errBadInflSet, l, want)
+	}
+	size := efSize(count, l, top)
+	if want := (size + 7) / 8; want != uint64(len(b)) {
+		return nil, false, fmt.Errorf("%w: %d ids need %d bytes, found %d", errBadInflSet, count, want, len(b))
+	}
+	if pad := uint(uint64(len(b))*8 - size); pad > 0 && b[len(b)-1]>>(8-pad) != 0 {
+		return nil, false, fmt.Errorf("%w: nonzero padding", errBadInflSet)
+	}
+	// The upper bit vector: bits [count*l, size).
+	start := count * uint64(l)
+	ids = make([]int64, 0, count)
+	pos := start
+	for i := uint64(0); i < count; i++ {
+		for {
+			if pos >= size {
+				return nil, false, fmt.Errorf("%w: upper bits overrun at position %d", errBadInflSet, i)
+			}
+			if w := load64(b, pos); w != 0 {
+				pos += uint64(bits.TrailingZeros64(w))
+				break
+			}
+			pos += 57 // load64 read at least 57 bits, or all that were left
+		}
+		// The i-th one bit (at pos) must leave room for the count-i-1
+		// ones after it.
+		if pos-start+1 > size-start-(count-i-1) {
+			return nil, false, fmt.Errorf("%w: upper bits overrun at position %d", errBadInflSet, i)
+		}
+		high := pos - start - i
+		pos++
+		x := high<<l | bitsAt(b, i*uint64(l), l)
+		if i > 0 && x <= uint64(ids[i-1]-1) {
+			return nil, false, fmt.Errorf("%w: ids not increasing at position %d", errBadInflSet, i)
+		}
+		ids = append(ids, int64(x+1))
+	}
+	if uint64(ids[count-1]) != last || pos != size {
+		return nil, false, fmt.Errorf("%w: largest id %d, header says %d", errBadInflSet, ids[count-1], last)
+	}
+	return ids, star, nil
 }
 
 // labelCache maps committed label ids to labels and back. The zero value is
@@ -149,22 +413,63 @@ func (c *labelCache) learn(m map[string]int64) {
 // labelChunk is the number of labels or ids per statement.
 const labelChunk = 500
 
-// labelIDs returns the ids of labels (none "*"), assigning ids to the new
-// ones (INSERT ... ON CONFLICT DO NOTHING in sorted order, so concurrent
-// PostgreSQL transactions lock them in one order). The ids learned are
-// returned in learned for the cache: they may belong to this transaction
-// only, so the caller adds them to the cache after it commits.
-func labelIDs(ctx context.Context, q querier, c *labelCache, labels []string, learned map[string]int64) error {
+// selectLabels reads the rows of influencer_labels whose column col ("id"
+// or "label") is one of keys, one SELECT per chunk of labelChunk keys, and
+// calls found with each row's id and label. Keys without a row are skipped
+// silently: the callers check what they needed.
+func selectLabels[K int64 | string](ctx context.Context, q querier, col string, keys []K, found func(id int64, label string)) error {
+	for lo := 0; lo < len(keys); lo += labelChunk {
+		part := keys[lo:min(lo+labelChunk, len(keys))]
+		args := make([]any, len(part))
+		for i, k := range part {
+			args[i] = k
+		}
+		rs, err := q.query(ctx, "SELECT id, label FROM influencer_labels WHERE "+col+" IN (?"+strings.Repeat(", ?", len(part)-1)+")", args...)
+		if err != nil {
+			return err
+		}
+		for rs.Next() {
+			var id int64
+			var w string
+			if err := rs.Scan(&id, &w); err != nil {
+				rs.Close()
+				return err
+			}
+			found(id, w)
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// labelIDs makes sure every label of sets (other than "*") has an id in
+// the cache or in learned: it assigns ids to the labels no store has seen
+// (INSERT ... ON CONFLICT DO NOTHING in sorted order, so concurrent
+// PostgreSQL transactions lock them in one order) and reads those of the
+// others the cache does not know. Only labels in neither are collected (a
+// batch's sets hold hundreds of thousands of labels, most of them cached).
+// The ids read or assigned are returned in learned for the cache: they may
+// belong to this transaction only, so the caller adds them to the cache
+// after it commits.
+func labelIDs(ctx context.Context, q querier, c *labelCache, sets [][]string, learned map[string]int64) error {
 	var missing []string
 	seen := map[string]bool{}
 	c.mu.RLock()
-	for _, w := range labels {
-		if _, ok := learned[w]; ok {
-			continue
-		}
-		if _, ok := c.lookup(w); !ok && !seen[w] {
-			seen[w] = true
-			missing = append(missing, w)
+	for _, set := range sets {
+		for _, w := range set {
+			if w == "*" {
+				continue
+			}
+			if _, ok := learned[w]; ok {
+				continue
+			}
+			if _, ok := c.lookup(w); !ok && !seen[w] {
+				seen[w] = true
+				missing = append(missing, w)
+			}
 		}
 	}
 	c.mu.RUnlock()
@@ -177,29 +482,9 @@ func labelIDs(ctx context.Context, q querier, c *labelCache, labels []string, le
 	if err != nil {
 		return err
 	}
-	for lo := 0; lo < len(missing); lo += labelChunk {
-		part := missing[lo:min(lo+labelChunk, len(missing))]
-		args := make([]any, len(part))
-		for i, w := range part {
-			args[i] = w
-		}
-		rs, err := q.query(ctx, "SELECT id, label FROM influencer_labels WHERE label IN (?"+strings.Repeat(", ?", len(part)-1)+")", args...)
-		if err != nil {
-			return err
-		}
-		for rs.Next() {
-			var id int64
-			var w string
-			if err := rs.Scan(&id, &w); err != nil {
-				rs.Close()
-				return err
-			}
-			learned[w] = id
-		}
-		rs.Close()
-		if err := rs.Err(); err != nil {
-			return err
-		}
+	err = selectLabels(ctx, q, "label", missing, func(id int64, w string) { learned[w] = id })
+	if err != nil {
+		return err
 	}
 	for _, w := range missing {
 		if _, ok := learned[w]; !ok {
@@ -210,10 +495,18 @@ func labelIDs(ctx context.Context, q querier, c *labelCache, labels []string, le
 }
 
 // encodeInfl encodes a release's (normalized) influencers with the ids in
-// learned or the cache.
-func encodeInfl(c *labelCache, infl []string, learned map[string]int64, buf []byte) []byte {
+// the cache or in learned (which may be nil), in the format of a store at
+// schema 9 or later when ef is set (else schema 8's). It returns nil when a
+// label has no id in either. scratch, when not nil, is reused for the ids
+// (one per goroutine).
+func encodeInfl(c *labelCache, infl []string, learned map[string]int64, ef bool, scratch *[]int64) []byte {
 	star := false
-	ids := make([]int64, 0, len(infl))
+	var ids []int64
+	if scratch != nil {
+		ids = (*scratch)[:0]
+		defer func() { *scratch = ids[:0] }()
+	}
+	ids = slices.Grow(ids, len(infl))
 	c.mu.RLock()
 	for _, w := range infl {
 		if w == "*" {
@@ -222,37 +515,21 @@ func encodeInfl(c *labelCache, infl []string, learned map[string]int64, buf []by
 		}
 		id, ok := c.lookup(w)
 		if !ok {
-			id = learned[w]
+			if id, ok = learned[w]; !ok {
+				c.mu.RUnlock()
+				return nil
+			}
 		}
 		ids = append(ids, id)
 	}
 	c.mu.RUnlock()
-	slices.Sort(ids)
+	// Labels are sorted and ids are assigned to new labels in label order,
+	// so the ids are often sorted already.
+	if !slices.IsSorted(ids) {
+		slices.Sort(ids)
+	}
 	ids = slices.Compact(ids)
-	return appendInflSet(buf[:0], ids, star)
-}
-
-// encodeCached encodes a release's influencers if every label has a cached
-// id, else returns nil.
-func encodeCached(c *labelCache, infl []string) []byte {
-	star := false
-	ids := make([]int64, 0, len(infl))
-	c.mu.RLock()
-	for _, w := range infl {
-		if w == "*" {
-			star = true
-			continue
-		}
-		id, ok := c.lookup(w)
-		if !ok {
-			c.mu.RUnlock()
-			return nil
-		}
-		ids = append(ids, id)
-	}
-	c.mu.RUnlock()
-	slices.Sort(ids)
-	return appendInflSet(nil, slices.Compact(ids), star)
+	return appendInflSet(nil, ids, star, ef)
 }
 
 // resolveIDs makes sure every id in ids is in the cache, reading the
@@ -270,29 +547,8 @@ func resolveIDs(ctx context.Context, q querier, c *labelCache, ids []int64) erro
 	slices.Sort(missing)
 	missing = slices.Compact(missing)
 	found := map[string]int64{}
-	for lo := 0; lo < len(missing); lo += labelChunk {
-		part := missing[lo:min(lo+labelChunk, len(missing))]
-		args := make([]any, len(part))
-		for i, id := range part {
-			args[i] = id
-		}
-		rs, err := q.query(ctx, "SELECT id, label FROM influencer_labels WHERE id IN (?"+strings.Repeat(", ?", len(part)-1)+")", args...)
-		if err != nil {
-			return err
-		}
-		for rs.Next() {
-			var id int64
-			var w string
-			if err := rs.Scan(&id, &w); err != nil {
-				rs.Close()
-				return err
-			}
-			found[w] = id
-		}
-		rs.Close()
-		if err := rs.Err(); err != nil {
-			return err
-		}
+	if err := selectLabels(ctx, q, "id", missing, func(id int64, w string) { found[w] = id }); err != nil {
+		return err
 	}
 	c.learn(found)
 	if len(found) != len(missing) {

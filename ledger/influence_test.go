@@ -52,22 +52,24 @@ func TestInflSetRoundTrip(t *testing.T) {
 			ids = append(ids, next)
 		}
 		star := rng.IntN(2) == 0
-		b := appendInflSet(nil, ids, star)
-		if len(b) == 0 {
-			t.Fatal("empty encoding")
-		}
-		got, gotStar, err := decodeInflSet(b)
-		if err != nil || gotStar != star || !slices.Equal(got, ids) {
-			t.Fatalf("ids %v star %v: got %v %v %v", ids, star, got, gotStar, err)
-		}
-		// Truncations and extensions are errors, never other sets.
-		if len(b) > 1 {
-			if _, _, err := decodeInflSet(b[:len(b)-1]); err == nil {
-				t.Fatalf("%x truncated decodes", b)
+		for _, ef := range []bool{false, true} {
+			b := appendInflSet(nil, ids, star, ef)
+			if len(b) == 0 {
+				t.Fatal("empty encoding")
 			}
-		}
-		if _, _, err := decodeInflSet(append(slices.Clone(b), 1)); err == nil {
-			t.Fatalf("%x extended decodes", b)
+			got, gotStar, err := decodeInflSet(b)
+			if err != nil || gotStar != star || !slices.Equal(got, ids) {
+				t.Fatalf("ef %v ids %v star %v: got %v %v %v", ef, ids, star, got, gotStar, err)
+			}
+			// Truncations and extensions are errors, never other sets.
+			if len(b) > 1 {
+				if _, _, err := decodeInflSet(b[:len(b)-1]); err == nil {
+					t.Fatalf("%x truncated decodes", b)
+				}
+			}
+			if _, _, err := decodeInflSet(append(slices.Clone(b), 1)); err == nil {
+				t.Fatalf("%x extended decodes", b)
+			}
 		}
 	}
 	if _, _, err := decodeInflSet(nil); err == nil {
@@ -94,7 +96,10 @@ func TestInflSetRoundTrip(t *testing.T) {
 				learned[w] = id
 			}
 		}
-		b := encodeInfl(&c, labels, learned, nil)
+		b := encodeInfl(&c, labels, learned, it%2 == 0, nil)
+		if b == nil {
+			t.Fatalf("labels %q: not encoded", labels)
+		}
 		c.learn(learned)
 		ids, star, err := decodeInflSet(b)
 		if err != nil {
@@ -307,6 +312,8 @@ func TestVerifyLabels(t *testing.T) {
 			edit, want string
 		}{
 			{"UPDATE releases SET infl_ids = ? WHERE user_id = 'u'", "stored influencer set"},
+			{"UPDATE releases SET infl_ids = ? WHERE user_id = 'u' AND infl_ids IS NOT NULL", "upper bits overrun"},
+			{"UPDATE releases SET infl_ids = ? WHERE user_id = 'u' AND infl_ids IS NOT NULL", "id 1099511627776 has no label"},
 			{"DELETE FROM influencer_labels WHERE label = 'w2'", "has no label"},
 			{"UPDATE influencer_labels SET label = '*' WHERE label = 'w2'", "want a party label"},
 		} {
@@ -319,7 +326,16 @@ func TestVerifyLabels(t *testing.T) {
 					t.Fatalf("clean store: %v %v", rep.Err(), err)
 				}
 				var args []any
-				if strings.Contains(tc.edit, "?") {
+				switch {
+				case tc.want == "upper bits overrun":
+					// Elias-Fano, one id (largest 1, l 0) whose upper
+					// vector has no one bit.
+					args = append(args, []byte{0x80, 0x00, 0x01, 0x02, 0x01, 0x00, 0x00})
+				case strings.HasPrefix(tc.want, "id "):
+					// A well-formed Elias-Fano set naming an id no
+					// label has.
+					args = append(args, appendInflSet(nil, []int64{1 << 40}, false, true))
+				case strings.Contains(tc.edit, "?"):
 					args = append(args, []byte{4, 1}) // two ids, one present
 				}
 				if err := s.b.write(ctx, func(q querier) error { return q.exec(ctx, tc.edit, args...) }); err != nil {
@@ -330,6 +346,156 @@ func TestVerifyLabels(t *testing.T) {
 					t.Fatalf("%s: %v %v", tc.edit, rep.Err(), err)
 				}
 			})
+		}
+	})
+}
+
+// A schema-8 store's sets (uvarint format) read, re-serve, fold and verify
+// after migration 9 exactly as sets the migrated store records Elias-Fano
+// coded, and a store at schema 8 keeps writing the schema-8 format (which
+// the dplp versions that know only version 8 read).
+func TestEFMigration(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		ctx := ctxT(t)
+		dsn, ref := fx.dsn(t), fx.dsn(t)
+		old, err := openAt(ctx, dsn, labelSchema, OpenOptions{Create: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		newRef := openDSN(t, ref)
+		rng := rand.New(rand.NewPCG(7, 8))
+		var rels []Release
+		for i := range 40 {
+			r := testRelease(fmt.Sprintf("u%d", i%7), fmt.Sprint(i), 0.25)
+			r.IdemKey = fmt.Sprint(i)
+			r.Influencers = randomLabels(rng)
+			if i >= 30 || i%2 == 0 { // large sets (written Elias-Fano coded at schema 9)
+				r.Influencers = slices.DeleteFunc(r.Influencers, func(w string) bool { return w == "*" })
+				for range 200 + rng.IntN(300) {
+					r.Influencers = append(r.Influencers, fmt.Sprint(rng.IntN(1000000)))
+				}
+			}
+			norm, err := normInfluencers(r.User, r.Influencers)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Influencers = norm
+			rels = append(rels, r)
+		}
+		chargeAll := func(s Store, rs []Release) {
+			t.Helper()
+			res, err := s.(BudgetStore).ChargeBatch(ctx, rs, Unlimited)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res {
+				if r.Err != nil || !r.Fresh {
+					t.Fatal(r.Err, r.Fresh)
+				}
+			}
+		}
+		// written checks that the stored sets, in release order, are
+		// those a store at schema 8 (the first n8) or 9 (the rest) writes,
+		// and returns how many are Elias-Fano coded.
+		written := func(s Store, n8 int) (ef int) {
+			t.Helper()
+			b := s.(*sqlStore).b
+			var blobs [][]byte
+			err := b.read(ctx, func(q querier) error {
+				rs, err := q.query(ctx, "SELECT infl_ids FROM releases WHERE infl_ids IS NOT NULL ORDER BY id")
+				if err != nil {
+					return err
+				}
+				defer rs.Close()
+				for rs.Next() {
+					var blob []byte
+					if err := rs.Scan(&blob); err != nil {
+						return err
+					}
+					blobs = append(blobs, slices.Clone(blob))
+				}
+				return rs.Err()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, blob := range blobs {
+				ids, star, err := decodeInflSet(blob)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := appendInflSet(nil, ids, star, i >= n8); !slices.Equal(blob, want) {
+					t.Fatalf("set %d of %d (%d at schema 8): %x, want %x", i, len(blobs), n8, blob, want)
+				}
+				if len(blob) >= 3 && blob[0] == 0x80 && blob[1] == 0 && blob[2] == inflFormatEF {
+					ef++
+				}
+			}
+			return ef
+		}
+		chargeAll(old, rels[:20])
+		chargeAll(newRef, rels[:20])
+		if _, err := old.Exposure(ctx, 0); err != nil { // folds half of them
+			t.Fatal(err)
+		}
+		if _, err := newRef.Exposure(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		chargeAll(old, rels[20:30]) // unfolded at migration
+		chargeAll(newRef, rels[20:30])
+		written(old, 30)
+		old.Close()
+
+		s := openDSN(t, dsn)
+		if v, err := s.SchemaVersion(ctx); err != nil || v != LatestSchema || v < efSchema {
+			t.Fatalf("schema %d %v", v, err)
+		}
+		if rep, err := Verify(ctx, s); err != nil || !rep.OK() {
+			t.Fatalf("verify after migration: %v %v", rep.Err(), err)
+		}
+		chargeAll(s, rels[30:])
+		chargeAll(newRef, rels[30:])
+		// Small sets stay in the shorter schema-8 format.
+		if ef := written(s, 30); ef != 10 {
+			t.Fatalf("migrated store: %d Elias-Fano sets, want the 10 large ones recorded at schema 9", ef)
+		}
+		for _, st := range []Store{s, openDSN(t, dsn)} { // warm and cold label caches
+			for _, r := range rels {
+				for name, from := range map[string]Store{"migrated": st, "reference": newRef} {
+					rel, ok, err := from.(IdemFinder).FindIdem(ctx, r.User, r.IdemKey, Crypto)
+					want := r.Influencers
+					if len(want) == 0 {
+						want = []string{}
+					}
+					if err != nil || !ok || !reflect.DeepEqual(rel.Influencers, want) {
+						t.Fatalf("%s: release %s of %s: influencers %q %v %v, want %q", name, r.IdemKey, r.User, rel.Influencers, ok, err, want)
+					}
+				}
+			}
+		}
+		// Re-serving by key returns the stored sets of both formats.
+		again, err := s.(BudgetStore).ChargeBatch(ctx, rels, Unlimited)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range again {
+			if r.Err != nil || r.Fresh || !slices.Equal(r.Release.Influencers, rels[i].Influencers) {
+				t.Fatalf("re-serve %d: %v %v %q", i, r.Err, r.Fresh, r.Release.Influencers)
+			}
+		}
+		got, err := s.Exposure(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := newRef.Exposure(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("exposure after migration differs from the reference (%d rows, want %d)", len(got), len(want))
+		}
+		if rep, err := Verify(ctx, s); err != nil || !rep.OK() {
+			t.Fatalf("verify: %v %v", rep.Err(), err)
 		}
 	})
 }

@@ -80,6 +80,7 @@ var migrations = []migration{
 	{6, "privacy unit of each release (party or pair; releases recorded before are party-unit)", []string{unitMigration}},
 	{7, "party-unit cost of each release and party-unit totals per user (pair-unit releases recorded before: unbounded)", partyMigration},
 	{8, "influencer sets stored compactly: labels once in influencer_labels, per release the delta-coded label ids (releases recorded before keep their JSON arrays)", labelMigration},
+	{9, "influencer sets written Elias-Fano coded behind a format marker (schema-8 sets and JSON arrays still read; no table changes)", efMigration},
 }
 
 // dialectStmts holds the statements of migrations that differ between the
