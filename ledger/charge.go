@@ -131,7 +131,7 @@ func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned
 	// Lock every user's spend row in one global order (sorted users) so that
 	// concurrent PostgreSQL transactions cannot deadlock. SQLite holds the
 	// database write lock already (BEGIN IMMEDIATE).
-	spends, err := lockSpends(ctx, q, users, v)
+	spends, err := lockSpends(ctx, q, users, v, b.foldLock() == "")
 	if err != nil {
 		return nil, err
 	}
@@ -244,10 +244,16 @@ func describeID(id int64) string {
 	return strconv.FormatInt(id, 10)
 }
 
-// lockSpends creates the spend rows that are missing, locks them all
-// (PostgreSQL: the conflicting upsert takes the row lock) and reads them,
-// one statement per chunk of sorted users.
-func lockSpends(ctx context.Context, q querier, users []string, v schemaLevel) (map[string]*spendRow, error) {
+// lockSpends reads the users' spend rows, locked for the rest of the
+// transaction, one statement per chunk of sorted users. When writers are
+// not serialised (PostgreSQL) it creates the missing rows and locks them
+// all (the conflicting upsert takes the row lock). When they are (SQLite:
+// BEGIN IMMEDIATE holds the database's write lock for the whole
+// transaction; the backend's foldLock is "") a plain SELECT is enough, and
+// a user without a row starts at zero: writeSpends creates the row when
+// the user's totals change (a user all of whose charges are refused gets
+// none, and reads as zero, as before).
+func lockSpends(ctx context.Context, q querier, users []string, v schemaLevel, serialised bool) (map[string]*spendRow, error) {
 	party := ", party_spent, party_unbounded"
 	if !v.hasParty() {
 		party = ", 0, 0"
@@ -259,8 +265,12 @@ func lockSpends(ctx context.Context, q querier, users []string, v schemaLevel) (
 		for i, u := range part {
 			args[i] = u
 		}
-		rs, err := q.query(ctx, "INSERT INTO spend (user_id) VALUES (?)"+strings.Repeat(", (?)", len(part)-1)+
-			" ON CONFLICT (user_id) DO UPDATE SET user_id = excluded.user_id RETURNING user_id, spent, rho, releases, seeded"+party, args...)
+		stmt := "INSERT INTO spend (user_id) VALUES (?)" + strings.Repeat(", (?)", len(part)-1) +
+			" ON CONFLICT (user_id) DO UPDATE SET user_id = excluded.user_id RETURNING user_id, spent, rho, releases, seeded" + party
+		if serialised {
+			stmt = "SELECT user_id, spent, rho, releases, seeded" + party + " FROM spend WHERE user_id IN (?" + strings.Repeat(", ?", len(part)-1) + ")"
+		}
+		rs, err := q.query(ctx, stmt, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -281,7 +291,10 @@ func lockSpends(ctx context.Context, q querier, users []string, v schemaLevel) (
 	}
 	for _, u := range users {
 		if spends[u] == nil {
-			return nil, fmt.Errorf("ledger: spend row of %q was not returned", u)
+			if !serialised {
+				return nil, fmt.Errorf("ledger: spend row of %q was not returned", u)
+			}
+			spends[u] = &spendRow{}
 		}
 	}
 	return spends, nil

@@ -308,7 +308,7 @@ func TestLockWaitNotice(t *testing.T) {
 		held := make(chan error, 1)
 		go func() {
 			held <- holder.b.write(ctx, func(q querier) error {
-				if _, err := lockSpends(ctx, q, []string{"u"}, 0); err != nil {
+				if _, err := lockSpends(ctx, q, []string{"u"}, 0, holder.b.foldLock() == ""); err != nil {
 					return err
 				}
 				close(locked)
