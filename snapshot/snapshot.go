@@ -317,8 +317,25 @@ func Decode(data []byte, name string) (*Snapshot, error) {
 		return nil, fmt.Errorf("%s: corrupted snapshot: %d bytes after the end of the data", name, have-h.payloadLen)
 	}
 	payload := data[headerSize:]
-	if crc32.Checksum(payload, castagnoli) != h.payloadCRC {
-		return nil, fmt.Errorf("%s: corrupted snapshot: payload checksum mismatch", name)
+	// The payload checksum runs beside the decoding and the graph's checks
+	// (which read only this buffer and reject any malformed content, so
+	// they are safe on data that then fails the checksum); no result and no
+	// other error is returned before it has matched: a mismatch is always
+	// reported as such.
+	crcMatch := make(chan bool, 1)
+	go func(p []byte) { crcMatch <- crc32.Checksum(p, castagnoli) == h.payloadCRC }(payload)
+	crcKnown, crcOK := false, false
+	checksum := func() bool {
+		if !crcKnown {
+			crcOK, crcKnown = <-crcMatch, true
+		}
+		return crcOK
+	}
+	corrupted := func(format string, args ...any) (*Snapshot, error) {
+		if !checksum() {
+			return nil, fmt.Errorf("%s: corrupted snapshot: payload checksum mismatch", name)
+		}
+		return nil, fmt.Errorf(format, args...)
 	}
 	aligned := uintptr(unsafe.Pointer(unsafe.SliceData(payload)))%8 == 0
 	next := func(size uint64) []byte {
@@ -333,15 +350,18 @@ func Decode(data []byte, name string) (*Snapshot, error) {
 	if h.flags&flagLabels != 0 {
 		var err error
 		if labels, err = decodeLabels(next(h.labelBytes), n); err != nil {
-			return nil, fmt.Errorf("%s: corrupted snapshot: %v", name, err)
+			return corrupted("%s: corrupted snapshot: %v", name, err)
 		}
 	}
 	if len(adj) == 0 {
-		return nil, fmt.Errorf("%s: corrupted snapshot: %w", name, graph.ErrEmpty)
+		return corrupted("%s: corrupted snapshot: %w", name, graph.ErrEmpty)
 	}
 	g, err := graph.FromCSR(off, adj, labels)
 	if err != nil {
-		return nil, fmt.Errorf("%s: corrupted snapshot: %v", name, err)
+		return corrupted("%s: corrupted snapshot: %v", name, err)
+	}
+	if !checksum() {
+		return nil, fmt.Errorf("%s: corrupted snapshot: payload checksum mismatch", name)
 	}
 	s := &Snapshot{Graph: g, Build: graph.BuildStats{SelfLoopsDropped: int64(h.selfLoops), DuplicatesMerged: int64(h.dups)},
 		SyntheticMarks: h.flags&flagSynth != 0}

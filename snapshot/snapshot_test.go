@@ -223,6 +223,17 @@ func TestCorruption(t *testing.T) {
 	if _, err := Decode(fixCRC(bad), "f"); err == nil || !strings.Contains(err.Error(), "corrupted snapshot") {
 		t.Fatalf("asymmetric: %v", err)
 	}
+	// The same content without a matching payload checksum: the checksum
+	// (computed beside the structural checks) is what is reported.
+	if _, err := Decode(bad, "f"); err == nil || !strings.Contains(err.Error(), "payload checksum mismatch") {
+		t.Fatalf("asymmetric, stale checksum: %v", err)
+	}
+	// A payload change the structural checks accept is caught too.
+	lbl := slices.Clone(good)
+	lbl[len(lbl)-1] ^= 1
+	if _, err := Decode(lbl, "f"); err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("last byte flipped: %v", err)
+	}
 	// Huge counts in the header do not allocate or panic.
 	huge := slices.Clone(good)
 	binary.LittleEndian.PutUint64(huge[24:], 1<<60)
