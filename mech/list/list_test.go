@@ -197,14 +197,18 @@ func TestReleaseSkipChangesNothing(t *testing.T) {
 	// upper bounds the mean wherever it answers.
 	for range 20000 {
 		var ps postScale
-		b := math.Exp(-3 + 4*rng.Float64())
-		ps.set(b, 40, false)
-		cnt := float64(rng.IntN(10))
-		lambda := 0.7 * (cnt + 0.3)
-		x := -3 + 20*rng.Float64()
-		if ub, ok := ps.upper(x, cnt, lambda); ok && ub < ps.mean(x, lambda)*(1-1e-12) {
-			t.Fatalf("upper(%v, %v) = %v < mean %v (b %v)", x, cnt, ub, ps.mean(x, lambda), b)
-		}
+		ps.set(math.Exp(-3+4*rng.Float64()), 40, false)
+		checkUpper(t, &ps, -3+20*rng.Float64(), float64(rng.IntN(10)))
+	}
+}
+
+// checkUpper fails t when ps.upper answers below the posterior mean at
+// (x, cnt) under the prior lambda = 0.7 (cnt + 0.3).
+func checkUpper(t *testing.T, ps *postScale, x, cnt float64) {
+	t.Helper()
+	lambda := 0.7 * (cnt + 0.3)
+	if ub, ok := ps.upper(x, cnt, lambda); ok && ub < ps.mean(x, lambda)*(1-1e-12) {
+		t.Fatalf("upper(%v, %v) = %v < mean %v (scale %v, gauss %v)", x, cnt, ub, ps.mean(x, lambda), ps.b, ps.gauss)
 	}
 }
 

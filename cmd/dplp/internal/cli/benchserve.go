@@ -27,7 +27,8 @@ type benchServeOptions struct {
 	k, users, conc                                      int
 	dur                                                 time.Duration
 	noGroup                                             bool
-	groupDelay                                          time.Duration
+	groupDelay                                          time.Duration // --group-commit-delay
+	groupCfg                                            time.Duration // set by validate: serve.Config's GroupCommitDelay
 	groupMax                                            int
 	cpuProfile, phases                                  string
 }
@@ -94,8 +95,6 @@ func (o *benchServeOptions) validate(cmd *cobra.Command) error {
 		return fmt.Errorf("--concurrency must be >= 1, got %d", o.conc)
 	case o.dur <= 0:
 		return fmt.Errorf("--duration must be > 0, got %v", o.dur)
-	case o.groupDelay < 0:
-		return fmt.Errorf("--group-commit-delay must be >= 0 (0: no wait), got %v", o.groupDelay)
 	case o.groupMax < 1:
 		return fmt.Errorf("--group-commit-max must be >= 1, got %d", o.groupMax)
 	case o.protPath != "" && cmd.Flags().Changed("sigma"):
@@ -104,6 +103,11 @@ func (o *benchServeOptions) validate(cmd *cobra.Command) error {
 	if err := checkFrac("sigma", o.sigma); err != nil {
 		return err
 	}
+	d, err := groupDelay(o.groupDelay)
+	if err != nil {
+		return err
+	}
+	o.groupCfg = d
 	return checkEps("eps", o.eps, o.k)
 }
 
@@ -127,7 +131,7 @@ func (o *benchServeOptions) run(cmd *cobra.Command) error {
 	}
 	opt := servebench.Options{Graph: g, GraphPath: o.graphPath, ProtectedPath: o.protPath, ModelPath: o.modelPath, StoreDSN: o.storeDSN,
 		K: o.k, Users: o.users, Concurrency: o.conc, Duration: o.dur, NoGroupCommit: o.noGroup, Phases: ph,
-		GroupCommitMax: o.groupMax, GroupCommitDelay: noWaitIfZero(o.groupDelay)}
+		GroupCommitMax: o.groupMax, GroupCommitDelay: o.groupCfg}
 	if o.cpuProfile != "" {
 		pf, err := os.Create(o.cpuProfile)
 		if err != nil {

@@ -264,13 +264,8 @@ func groupDelay(d time.Duration) (time.Duration, error) {
 	if d < 0 {
 		return 0, fmt.Errorf("--group-commit-delay must be >= 0 (0: no wait), got %v", d)
 	}
-	return noWaitIfZero(d), nil
-}
-
-// noWaitIfZero is d, or -1 (serve.Config: no wait) when d is 0.
-func noWaitIfZero(d time.Duration) time.Duration {
 	if d == 0 {
-		return -1
+		return -1, nil
 	}
-	return d
+	return d, nil
 }
