@@ -54,17 +54,27 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 	// a large batch's charging time.
 	type scratch struct {
 		buf []byte
-		ids []int64
+		ids idScratch
 	}
 	err := par.Run(ctx, len(rs), par.Options{Chunk: 16, MinPerWorker: 256}, func(int) *scratch { return new(scratch) }, func(sc *scratch, i int) error {
 		items[i], bad[i] = normalize(rs[i], now)
-		if bad[i] == nil {
-			enc[i] = encode(&items[i], &sc.buf, !s.schema.hasLabels())
-			if s.schema.hasLabels() {
-				// nil unless every label has a cached id (the common
-				// case once the store has seen the parties): chargeTx
-				// assigns and looks up the others.
-				enc[i].set = encodeInfl(&s.labels, items[i].Influencers, nil, s.schema.hasEF(), &sc.ids)
+		if bad[i] != nil {
+			return nil
+		}
+		it := &items[i]
+		if !s.schema.hasLabels() && it.InflIdx != nil {
+			// A store before schema 8 records labels.
+			it.Influencers, it.InflDict, it.InflIdx = it.InflDict.labels(it.InflIdx), nil, nil
+		}
+		enc[i] = encode(it, &sc.buf, !s.schema.hasLabels())
+		if s.schema.hasLabels() {
+			// nil unless every label has a cached id (the common case
+			// once the store has seen the parties): chargeTx assigns
+			// and looks up the others.
+			if it.InflIdx != nil {
+				enc[i].set = encodeDict(&s.labels, it.InflDict, it.InflIdx, nil, s.schema.hasEF(), &sc.ids)
+			} else {
+				enc[i].set = encodeInfl(&s.labels, it.Influencers, nil, s.schema.hasEF(), &sc.ids.ids)
 			}
 		}
 		return nil
@@ -103,6 +113,11 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 		return nil, err
 	}
 	s.labels.learn(learned) // committed now
+	for i := range items {
+		if enc[i].set == nil && items[i].InflIdx != nil && results[i].Fresh {
+			learnDict(&s.labels, items[i].InflDict, items[i].InflIdx, learned)
+		}
+	}
 	return results, nil
 }
 
@@ -212,20 +227,35 @@ func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned
 		// The sets with labels the cache did not know when they were
 		// encoded (outside the transaction).
 		var pending [][]string
+		var fromDict []string
 		for _, i := range fresh {
-			if enc[i].set == nil {
-				pending = append(pending, items[i].Influencers)
+			switch it := &items[i]; {
+			case enc[i].set != nil:
+			case it.InflIdx != nil:
+				fromDict = missingLabels(lc, it.InflDict, it.InflIdx, learned, fromDict)
+			default:
+				pending = append(pending, it.Influencers)
 			}
+		}
+		if fromDict != nil {
+			pending = append(pending, fromDict)
 		}
 		if err := labelIDs(ctx, q, lc, pending, learned); err != nil {
 			return nil, err
 		}
 		sets = make([][]byte, len(fresh))
+		var sc idScratch
 		for j, i := range fresh {
-			if sets[j] = enc[i].set; sets[j] == nil {
-				if sets[j] = encodeInfl(lc, items[i].Influencers, learned, v.hasEF(), nil); sets[j] == nil {
-					return nil, fmt.Errorf("ledger: an influencer label of user %q has no id", items[i].User)
-				}
+			if sets[j] = enc[i].set; sets[j] != nil {
+				continue
+			}
+			if it := &items[i]; it.InflIdx != nil {
+				sets[j] = encodeDict(lc, it.InflDict, it.InflIdx, learned, v.hasEF(), &sc)
+			} else {
+				sets[j] = encodeInfl(lc, it.Influencers, learned, v.hasEF(), nil)
+			}
+			if sets[j] == nil {
+				return nil, fmt.Errorf("ledger: an influencer label of user %q has no id", items[i].User)
 			}
 		}
 	}
@@ -420,7 +450,7 @@ func insertReleases(ctx context.Context, q querier, items []Release, enc []encod
 			// the exposure table by foldExposure; recording it here is what
 			// makes its exposure durable.
 			folded := 1
-			if len(r.Influencers) > 0 {
+			if r.hasInfluencers() {
 				folded = 0
 			}
 			infl := enc[i].infl

@@ -477,13 +477,41 @@ func labelIDs(ctx context.Context, q querier, c *labelCache, sets [][]string, le
 	if len(missing) == 0 {
 		return nil
 	}
-	err := execRows(ctx, q, len(missing), 1, "INSERT INTO influencer_labels (label) VALUES ", " ON CONFLICT (label) DO NOTHING",
-		func(i int, args []any) []any { return append(args, missing[i]) })
-	if err != nil {
-		return err
+	// The rows inserted come back from the INSERT itself; only labels
+	// another transaction inserted first (another process or handle) are
+	// read with a SELECT.
+	for lo := 0; lo < len(missing); lo += labelChunk {
+		part := missing[lo:min(lo+labelChunk, len(missing))]
+		args := make([]any, len(part))
+		for i, w := range part {
+			args[i] = w
+		}
+		rs, err := q.query(ctx, "INSERT INTO influencer_labels (label) VALUES (?)"+strings.Repeat(", (?)", len(part)-1)+
+			" ON CONFLICT (label) DO NOTHING RETURNING id, label", args...)
+		if err != nil {
+			return err
+		}
+		for rs.Next() {
+			var id int64
+			var w string
+			if err := rs.Scan(&id, &w); err != nil {
+				rs.Close()
+				return err
+			}
+			learned[w] = id
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return err
+		}
 	}
-	err = selectLabels(ctx, q, "label", missing, func(id int64, w string) { learned[w] = id })
-	if err != nil {
+	var others []string
+	for _, w := range missing {
+		if _, ok := learned[w]; !ok {
+			others = append(others, w)
+		}
+	}
+	if err := selectLabels(ctx, q, "label", others, func(id int64, w string) { learned[w] = id }); err != nil {
 		return err
 	}
 	for _, w := range missing {

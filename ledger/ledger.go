@@ -82,6 +82,15 @@ type Release struct {
 	// redundant: they are dropped). Duplicates are ignored. Empty means no
 	// protected pair can change the list (it is then 0-DP whatever its Cost).
 	Influencers []string
+	// InflDict and InflIdx are the other way to name the influencers: by
+	// index into a dictionary (see Dict), the labels InflDict.Label(i) for
+	// i in InflIdx, in any order, repeats ignored. A release sets at most
+	// one of Influencers and InflIdx ("*" only through Influencers). Charge
+	// reads InflIdx during the call only and does not modify it; the
+	// release it returns shares it. Releases read back from a store carry
+	// Influencers (labels) only.
+	InflDict *Dict
+	InflIdx  []int32
 
 	// inflIDs is the stored encoding of Influencers (schema 8: see
 	// influence.go) between scanning a release and resolving its label ids
@@ -113,6 +122,9 @@ func ProvenanceOf(seeded bool) Provenance {
 	}
 	return Crypto
 }
+
+// hasInfluencers reports whether r names any influencer.
+func (r *Release) hasInfluencers() bool { return len(r.Influencers) > 0 || len(r.InflIdx) > 0 }
 
 // Provenance is r's provenance (Seeded when r.Seeded, else Crypto).
 func (r Release) Provenance() Provenance { return ProvenanceOf(r.Seeded) }
@@ -438,11 +450,22 @@ func normalize(r Release, now time.Time) (Release, error) {
 		}
 	}
 	r.List = append([]string{}, r.List...)
-	infl, err := normInfluencers(r.User, r.Influencers)
-	if err != nil {
-		return r, err
+	switch {
+	case len(r.InflIdx) > 0 && len(r.Influencers) > 0:
+		return r, invalid("release for %q: influencers given both as labels and as dictionary indices", r.User)
+	case len(r.InflIdx) > 0 && r.InflDict == nil:
+		return r, invalid("release for %q: influencer indices without a dictionary", r.User)
+	case len(r.InflIdx) > 0:
+		if err := r.InflDict.check(r.User, r.InflIdx); err != nil {
+			return r, err
+		}
+	default:
+		infl, err := normInfluencers(r.User, r.Influencers)
+		if err != nil {
+			return r, err
+		}
+		r.Influencers, r.InflDict, r.InflIdx = infl, nil, nil
 	}
-	r.Influencers = infl
 	if r.Time.IsZero() {
 		r.Time = now
 	}
@@ -484,4 +507,19 @@ func normInfluencers(user string, in []string) ([]string, error) {
 	out := slices.Clone(in)
 	slices.Sort(out)
 	return slices.Compact(out), nil
+}
+
+// InfluencerLabels returns the labels of r's influencers, sorted
+// bytewise and deduplicated, whichever way r names them (Influencers or
+// InflDict and InflIdx); ["*"] when "*" is one of them.
+func (r Release) InfluencerLabels() []string {
+	if len(r.InflIdx) > 0 && r.InflDict != nil {
+		return r.InflDict.labels(r.InflIdx)
+	}
+	if slices.Contains(r.Influencers, "*") {
+		return []string{"*"}
+	}
+	out := slices.Clone(r.Influencers)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

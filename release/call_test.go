@@ -211,36 +211,36 @@ func TestConcurrentIntentsOneRecommender(t *testing.T) {
 	}
 }
 
-// WithLabelOrder: nil and an order of another graph are refused; one order
-// shared by Recommenders (and goroutines) is built once and gives every
-// release the influencer labels a private order gives, sorted bytewise.
-func TestLabelOrderShared(t *testing.T) {
+// WithInfluenceDict: nil and a dictionary of another graph are refused;
+// one dictionary shared by Recommenders (and goroutines) is made once, on
+// the first release with exposure.
+func TestInfluenceDictShared(t *testing.T) {
 	g, p, m := fixture(t)
 	ctx := context.Background()
-	if _, err := release.New(m, g, p, release.WithSeed(1), release.WithLabelOrder(nil)); err == nil {
-		t.Fatal("nil label order accepted")
+	if _, err := release.New(m, g, p, release.WithSeed(1), release.WithInfluenceDict(nil)); err == nil {
+		t.Fatal("nil influencer dictionary accepted")
 	}
 	other, _, err := graph.FromEdges(g.N(), g.EdgeList(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := release.New(m, g, p, release.WithSeed(1), release.WithLabelOrder(release.NewLabelOrder(other))); err == nil ||
+	if _, err := release.New(m, g, p, release.WithSeed(1), release.WithInfluenceDict(release.NewInfluenceDict(other))); err == nil ||
 		!strings.Contains(err.Error(), "another graph") {
-		t.Fatalf("label order of another graph: %v", err)
+		t.Fatalf("dictionary of another graph: %v", err)
 	}
 
-	order := release.NewLabelOrder(g)
+	dict := release.NewInfluenceDict(g)
 	st := &recordingStore{inner: openStore(t)}
 	var recs []*release.Recommender
 	for range 2 {
-		r, err := release.New(m, g, p, release.WithStore(st), release.WithLabelOrder(order))
+		r, err := release.New(m, g, p, release.WithStore(st), release.WithInfluenceDict(dict))
 		if err != nil {
 			t.Fatal(err)
 		}
 		recs = append(recs, r)
 	}
-	if release.LabelOrderBuiltForTest(order) {
-		t.Fatal("label order built before any release")
+	if release.InfluenceDictMadeForTest(dict) {
+		t.Fatal("dictionary made before any release")
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*4)
@@ -259,27 +259,22 @@ func TestLabelOrderShared(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !release.LabelOrderBuiltForTest(order) {
-		t.Fatal("label order not built by releases with exposure")
-	}
-	for u := range int32(60) {
-		want := release.InfluencerLabelsForTest(g, p, score.AA, u) // a private order
-		got := release.InfluencerLabelsWithOrderForTest(order, p, score.AA, u)
-		if !slices.Equal(got, want) || !slices.IsSorted(got) {
-			t.Fatalf("user %d: shared order gives %q, private %q", u, got, want)
-		}
+	if !release.InfluenceDictMadeForTest(dict) {
+		t.Fatal("dictionary not made by releases with exposure")
 	}
 }
 
-// The influencer labels recorded with each fresh list are those of the
-// user, sorted bytewise, whichever Recommender sharing the order charged it.
-func TestSharedOrderRecordsInfluencers(t *testing.T) {
+// The influencers recorded with each fresh list are those of the user,
+// whichever Recommender sharing the dictionary charged it: as charged
+// (node ids into the dictionary) and as the store reads them back (labels,
+// sorted bytewise).
+func TestSharedDictRecordsInfluencers(t *testing.T) {
 	g, p, m := fixture(t)
-	order := release.NewLabelOrder(g)
+	dict := release.NewInfluenceDict(g)
 	st := &recordingStore{inner: openStore(t)}
 	users := []string{g.Label(3), g.Label(40), g.Label(41)}
 	for i, u := range users {
-		rec, err := release.New(m, g, p, release.WithStore(st), release.WithLabelOrder(order))
+		rec, err := release.New(m, g, p, release.WithStore(st), release.WithInfluenceDict(dict))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,14 +290,18 @@ func TestSharedOrderRecordsInfluencers(t *testing.T) {
 	for _, r := range st.charged {
 		id, _ := g.ID(r.User)
 		want := release.InfluencerLabelsForTest(g, p, score.AA, id)
-		if !slices.Equal(r.Influencers, want) {
-			t.Fatalf("user %s: recorded influencers %q, want %q", r.User, r.Influencers, want)
+		if got := r.InfluencerLabels(); !slices.Equal(got, want) {
+			t.Fatalf("user %s: charged influencers %q, want %q", r.User, got, want)
 		}
-		if len(want) > 1 && !slices.IsSorted(want) {
-			t.Fatalf("user %s: influencers not sorted: %q", r.User, want)
+		back, ok, err := st.inner.Latest(context.Background(), r.User, r.Model, r.K, ledger.Crypto)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		if !slices.Equal(back.Influencers, want) {
+			t.Fatalf("user %s: stored influencers %q, want %q", r.User, back.Influencers, want)
 		}
 	}
-	if !slices.ContainsFunc(st.charged, func(r ledger.Release) bool { return len(r.Influencers) > 1 }) {
+	if !slices.ContainsFunc(st.charged, func(r ledger.Release) bool { return len(r.InfluencerLabels()) > 1 }) {
 		t.Fatal("no release recorded two or more influencers: the checks above prove nothing")
 	}
 }

@@ -2,10 +2,10 @@ package release
 
 import (
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/ledger"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/score"
 )
@@ -33,60 +33,47 @@ type influence struct {
 	g    *graph.Graph
 	p    *protect.Set
 	kind score.Kind
-	// order ranks the nodes by label: the ledger takes influencer labels
-	// sorted, and sorting ids by rank is much cheaper than sorting hundreds
-	// of label strings per release. It depends on the graph only, so
-	// Recommenders on one graph may share it (WithLabelOrder).
-	order *LabelOrder
+	// dict names the graph's nodes to the ledger: a release records its
+	// influencers as node ids into it (ledger.Release.InflIdx).
+	dict *InfluenceDict
 }
 
-// LabelOrder is the bytewise order of one graph's node labels (the order
-// of graph.Graph.ByLabel, the ledger's), in the form a release with
-// exposure tracking uses to record its influencers' labels sorted. It is
-// built on first use, once, and is read-only afterwards: any number of
-// Recommenders on the graph, in any number of goroutines, may share it
-// (WithLabelOrder). Building it sorts every label of the graph (on a
-// 200 k-node graph 60-190 ms on a shared 2-core machine): a
-// program that builds several Recommenders for one graph (the service
-// builds one for every change of users' marks) should build the order once
-// and pass it to each. A Recommender given none builds its own.
-type LabelOrder struct {
+// InfluenceDict is one graph's node labels as the ledger's influencer
+// dictionary (ledger.Dict, indexed by node id): a release with exposure
+// tracking hands the ledger its influencers' node ids, and the ledger maps
+// them to its label ids through an array it fills once per label, instead
+// of being given, checking, sorting and looking up hundreds of label
+// strings per list. It is made on first use (checking every label once) and
+// is read-only afterwards: any number of Recommenders on the graph, in any
+// number of goroutines, may share it (WithInfluenceDict), and a store keeps
+// the ids it has learned with it. A program that builds several
+// Recommenders for one graph (the service builds one for every change of
+// users' marks) should make it once and pass it to each; a Recommender
+// given none makes its own.
+type InfluenceDict struct {
 	g    *graph.Graph
 	once sync.Once
-	rank []int32 // rank[id]: id's position in label order
-	// sorted[r] is the label of rank r; the labels' bytes are laid out in
-	// rank order in one string, so reading a user's influencers (sorted by
-	// rank) walks memory forwards instead of jumping across the heap.
-	sorted []string
-	tmp    sync.Pool // *[]uint32 radix-sort scratch
+	dict *ledger.Dict
 }
 
-// NewLabelOrder returns the label order of g, to be built on first use.
-func NewLabelOrder(g *graph.Graph) *LabelOrder { return &LabelOrder{g: g} }
+// NewInfluenceDict returns the influencer dictionary of g, made on first
+// use.
+func NewInfluenceDict(g *graph.Graph) *InfluenceDict { return &InfluenceDict{g: g} }
 
-// build builds the order (once; safe for concurrent callers, who all wait
-// for the one build).
-func (o *LabelOrder) build() {
-	o.once.Do(func() {
-		byLabel := o.g.ByLabel()
-		o.rank = make([]int32, len(byLabel))
-		ends := make([]int, len(byLabel))
-		var b strings.Builder
-		for r, id := range byLabel {
-			o.rank[id] = int32(r)
-			b.WriteString(o.g.Label(id))
-			ends[r] = b.Len()
-		}
-		arena, start := b.String(), 0
-		o.sorted = make([]string, len(byLabel))
-		for r, end := range ends {
-			o.sorted[r], start = arena[start:end], end
+// get makes the dictionary (once; safe for concurrent callers, who all wait
+// for it).
+func (d *InfluenceDict) get() *ledger.Dict {
+	d.once.Do(func() {
+		var err error
+		if d.dict, err = ledger.NewDict(d.g.N(), d.g.Label); err != nil {
+			panic(err) // unreachable: a graph has 0 to 2^31 nodes and a label function
 		}
 	})
+	return d.dict
 }
 
-func newInfluence(g *graph.Graph, p *protect.Set, k score.Kind, order *LabelOrder) influence {
-	return influence{g: g, p: p, kind: k, order: order}
+func newInfluence(g *graph.Graph, p *protect.Set, k score.Kind, dict *InfluenceDict) influence {
+	return influence{g: g, p: p, kind: k, dict: dict}
 }
 
 // Everyone is the influencer entry meaning every protected party.
@@ -101,6 +88,28 @@ func (in influence) ids(u int32) (out []int32, all bool) {
 	}
 	slices.Sort(out)
 	return slices.Compact(out), false
+}
+
+// record sets rel's influencers to u's: node ids into the graph's
+// dictionary (unsorted, possibly repeated: the ledger sorts them once mapped
+// to its ids), or ["*"].
+func (in influence) record(rel *ledger.Release, u int32) {
+	var buf []int32
+	if in.kind == score.CN || in.kind == score.AA || in.kind == score.RA {
+		n := 0
+		for _, z := range in.g.Neighbors(u) {
+			n += 1 + in.p.Count(z)
+		}
+		buf = make([]int32, 0, n) // exactly enough: one allocation
+	}
+	ids, all := in.raw(u, buf)
+	if all {
+		rel.Influencers = []string{Everyone}
+		return
+	}
+	if len(ids) > 0 {
+		rel.InflDict, rel.InflIdx = in.dict.get(), ids
+	}
 }
 
 // raw appends the influencing nodes of u to out, unsorted and possibly
@@ -153,68 +162,16 @@ func (in influence) raw(u int32, out []int32) (_ []int32, all bool) {
 }
 
 // of returns the labels of u's influencers in increasing (bytewise) order,
-// or ["*"].
+// or ["*"]: the set a release records, as the ledger reads it back.
 func (in influence) of(u int32) []string {
-	o := in.order
-	o.build()
-	ids, all := in.raw(u, nil)
+	ids, all := in.ids(u)
 	if all {
 		return []string{Everyone}
 	}
-	ranks := make([]uint32, len(ids))
+	out := make([]string, len(ids))
 	for i, w := range ids {
-		ranks[i] = uint32(o.rank[w])
+		out[i] = in.g.Label(w)
 	}
-	tmp, _ := o.tmp.Get().(*[]uint32)
-	if tmp == nil {
-		tmp = new([]uint32)
-	}
-	ranks = radixSort(ranks, tmp)
-	o.tmp.Put(tmp)
-	ranks = slices.Compact(ranks)
-	out := make([]string, len(ranks))
-	for i, r := range ranks {
-		out[i] = o.sorted[r]
-	}
+	slices.Sort(out)
 	return out
-}
-
-// radixSort sorts a in increasing order by least-significant-digit radix
-// sort, one pass per byte up to the largest value's highest byte, using
-// *tmp as scratch; it returns the sorted slice (a or the scratch). A user's
-// few hundred influencer ranks sort several times faster this way than by
-// comparisons.
-func radixSort(a []uint32, tmp *[]uint32) []uint32 {
-	if len(a) < 64 {
-		slices.Sort(a)
-		return a
-	}
-	var top uint32
-	for _, x := range a {
-		top |= x
-	}
-	if cap(*tmp) < len(a) {
-		*tmp = make([]uint32, len(a))
-	}
-	src, dst := a, (*tmp)[:len(a)]
-	for shift := uint(0); shift < 32 && top>>shift != 0; shift += 8 {
-		var count [256]int
-		for _, x := range src {
-			count[byte(x>>shift)]++
-		}
-		sum := 0
-		for d := range count {
-			count[d], sum = sum, sum+count[d]
-		}
-		for _, x := range src {
-			d := byte(x >> shift)
-			dst[count[d]] = x
-			count[d]++
-		}
-		src, dst = dst, src
-	}
-	if &src[0] != &a[0] {
-		copy(a, src)
-	}
-	return a
 }

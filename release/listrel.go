@@ -131,7 +131,7 @@ func newListRecommender(m *model.Model, id string, g *graph.Graph, p *protect.Se
 		}
 	}
 	r.list = lr
-	r.infl = newInfluence(g, p, evKind, r.order)
+	r.infl = newInfluence(g, p, evKind, r.dict)
 	return r, nil
 }
 

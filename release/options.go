@@ -104,15 +104,15 @@ func WithSampler(name string) Option {
 	}
 }
 
-// WithLabelOrder shares o, the label order of the Recommender's graph,
-// instead of building one for this Recommender (see LabelOrder). New refuses
-// an order of another graph.
-func WithLabelOrder(o *LabelOrder) Option {
+// WithInfluenceDict shares d, the influencer dictionary of the
+// Recommender's graph, instead of making one for this Recommender (see
+// InfluenceDict). New refuses a dictionary of another graph.
+func WithInfluenceDict(d *InfluenceDict) Option {
 	return func(r *Recommender) error {
-		if o == nil {
-			return errors.New("release: nil label order")
+		if d == nil {
+			return errors.New("release: nil influencer dictionary")
 		}
-		r.order = o
+		r.dict = d
 		return nil
 	}
 }

@@ -29,8 +29,9 @@
 // sticky, fresh and idempotent requests side by side and shares its
 // scoring workers between them; WithFresh and WithIdempotencyKey set the
 // defaults a call's options replace. What depends on the graph alone, the
-// label order of recorded influence sets (LabelOrder), is built once, on
-// first use, and may be shared by every Recommender on the graph.
+// dictionary through which releases name their influencers to the ledger
+// (InfluenceDict), is made once, on first use, and may be shared by every
+// Recommender on the graph.
 //
 // Randomness. Without WithSeed every list's noise comes from a ChaCha8
 // generator keyed by crypto/rand. WithSeed derives each user's generator
@@ -106,7 +107,7 @@ type Result struct {
 // Recommender releases private lists for one model on one graph snapshot.
 // Safe for concurrent use: one Recommender serves any mix of concurrent
 // sticky, fresh and idempotent calls (CallOption), sharing its scoring
-// workers and the graph's label order.
+// workers and the graph's influencer dictionary.
 type Recommender struct {
 	modelID string
 	g       *graph.Graph
@@ -118,7 +119,7 @@ type Recommender struct {
 	seed    *uint64
 	fresh   bool   // default of every call (WithFresh)
 	idem    string // default of every call (WithIdempotencyKey)
-	order   *LabelOrder
+	dict    *InfluenceDict
 	// noExposure: do not attach influence sets to releases (WithExposure).
 	noExposure bool
 	sampler    string // SamplerAuto ("" too), SamplerExact or SamplerFloat
@@ -204,12 +205,12 @@ func newRecommender(cfg calib.Config, id, scoreName string, g *graph.Graph, p *p
 	if err := r.cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if r.order == nil {
-		r.order = NewLabelOrder(g)
-	} else if r.order.g != g {
-		return nil, errors.New("release: the label order was built for another graph")
+	if r.dict == nil {
+		r.dict = NewInfluenceDict(g)
+	} else if r.dict.g != g {
+		return nil, errors.New("release: the influencer dictionary was made for another graph")
 	}
-	r.infl = newInfluence(g, p, r.sc.Kind(), r.order)
+	r.infl = newInfluence(g, p, r.sc.Kind(), r.dict)
 	return r, nil
 }
 

@@ -61,7 +61,7 @@ func (r *Recommender) ledgerRelease(u int32, k int, out Outcome, idem string) le
 			rel.PartyCost = ledger.Unbounded
 		}
 		if ch.Eps > 0 && r.store != nil && !r.noExposure {
-			rel.Influencers = r.infl.of(u)
+			r.infl.record(&rel, u)
 		}
 		return rel
 	}
@@ -74,7 +74,7 @@ func (r *Recommender) ledgerRelease(u int32, k int, out Outcome, idem string) le
 	rel := ledger.Release{User: r.g.Label(u), Model: r.modelID, K: k, EpsP: r.cfg.Eps, List: list,
 		Cost: gu.Eps, Rho: gu.Rho, Seeded: r.seed != nil, IdemKey: idem, PartyCost: gu.Eps} // per-pick: party-unit
 	if out.Picks > 0 && r.store != nil && !r.noExposure {
-		rel.Influencers = r.infl.of(u)
+		r.infl.record(&rel, u)
 	}
 	return rel
 }

@@ -108,7 +108,7 @@ const budgetTTLFactor = latestTTLFactor
 // putLatest caches r as the latest list of key (caller holds mu). The
 // influencers are dropped: list responses never show them.
 func (c *cacheStore) putLatest(key latestKey, r ledger.Release) {
-	r.Influencers = nil
+	r.Influencers, r.InflDict, r.InflIdx = nil, nil, nil
 	if len(c.latest) >= c.max {
 		clear(c.latest)
 	}
@@ -241,7 +241,7 @@ func (c *cacheStore) LatestBatch(ctx context.Context, users []string, model stri
 		if cur, ok := c.latest[key]; !ok || cur.v.ID < r.ID {
 			c.putLatest(key, r)
 		}
-		r.Influencers = nil // as from the cache: list responses never show them
+		r.Influencers, r.InflDict, r.InflIdx = nil, nil, nil // as from the cache: list responses never show them
 		out[u] = r
 	}
 	c.mu.Unlock()

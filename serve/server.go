@@ -200,7 +200,7 @@ type Server struct {
 // differ only in their per-call options.
 type state struct {
 	g         *graph.Graph
-	order     *release.LabelOrder // g's label order: shared by every state on g
+	dict      *release.InfluenceDict // g's influencer dictionary: shared by every state on g
 	m         *model.Model
 	modelID   string
 	fileMarks []graph.Edge        // marks from ProtectedPath

@@ -576,14 +576,14 @@ func TestMarks(t *testing.T) {
 // TestOneRecommenderPerState: sticky, fresh and idempotent requests are
 // served by the state's one Recommender (none is built per request: the
 // state stays the same); a marks rebuild builds a new Recommender on the
-// same graph and keeps the graph's label order; a reload (a new graph)
-// gets a new order.
+// same graph and keeps the graph's influencer dictionary; a reload (a new graph)
+// gets a new one.
 func TestOneRecommenderPerState(t *testing.T) {
 	s := newTestServer(t, nil)
 	tok := s.token("n4")
 	st0 := s.state.Load()
-	if st0.rec == nil || st0.order == nil {
-		t.Fatalf("state without a Recommender or label order: %+v", st0)
+	if st0.rec == nil || st0.dict == nil {
+		t.Fatalf("state without a Recommender or label dict: %+v", st0)
 	}
 	for _, c := range []struct {
 		method string
@@ -605,16 +605,16 @@ func TestOneRecommenderPerState(t *testing.T) {
 		t.Fatalf("PUT marks: %d %s", r.status, r.body)
 	}
 	st1 := s.state.Load()
-	if st1 == st0 || st1.rec == st0.rec || st1.g != st0.g || st1.order != st0.order {
-		t.Fatalf("marks rebuild: new state %v, new Recommender %v, same graph %v, same label order %v (want all true)",
-			st1 != st0, st1.rec != st0.rec, st1.g == st0.g, st1.order == st0.order)
+	if st1 == st0 || st1.rec == st0.rec || st1.g != st0.g || st1.dict != st0.dict {
+		t.Fatalf("marks rebuild: new state %v, new Recommender %v, same graph %v, same influencer dictionary %v (want all true)",
+			st1 != st0, st1.rec != st0.rec, st1.g == st0.g, st1.dict == st0.dict)
 	}
 	if r := s.do("POST", "/v1/admin/reload", adminTok, ""); r.status != 200 {
 		t.Fatalf("reload: %d %s", r.status, r.body)
 	}
 	st2 := s.state.Load()
-	if st2.g == st1.g || st2.order == st1.order || st2.rec == st1.rec {
-		t.Fatal("reload kept the previous graph's label order or Recommender")
+	if st2.g == st1.g || st2.dict == st1.dict || st2.rec == st1.rec {
+		t.Fatal("reload kept the previous graph's influencer dictionary or Recommender")
 	}
 	if r := s.do("POST", "/v1/users/n4/recommendations?k=3", tok, ""); r.status != 200 {
 		t.Fatalf("fresh list after reload: %d %s", r.status, r.body)

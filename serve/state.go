@@ -50,7 +50,7 @@ func (s *Server) loadFiles() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &state{g: g, order: release.NewLabelOrder(g), m: m, modelID: id, fileMarks: marks.Pairs()}
+	st := &state{g: g, dict: release.NewInfluenceDict(g), m: m, modelID: id, fileMarks: marks.Pairs()}
 	// A model trained on other data still releases private lists (the
 	// noise is calibrated on the served data), but its transform was fit to
 	// another graph: say so. Not refused: users' own marks change the
@@ -61,12 +61,12 @@ func (s *Server) loadFiles() (*state, error) {
 	return st, nil
 }
 
-// build completes st (graph, label order, model and file marks set) with
-// the users' marks um: effective marks, scorer and Recommender. The label
-// order is st's: a rebuild for new marks on the same graph does not sort
-// the labels again.
+// build completes st (graph, influencer dictionary, model and file marks set) with
+// the users' marks um: effective marks, scorer and Recommender. The
+// influencer dictionary is st's: a rebuild for new marks on the same graph
+// keeps it, and with it the label ids the store has learned.
 func (s *Server) build(st *state, um map[string][]string) (*state, error) {
-	st = &state{g: st.g, order: st.order, m: st.m, modelID: st.modelID, fileMarks: st.fileMarks, userMarks: um, loaded: time.Now().UTC(),
+	st = &state{g: st.g, dict: st.dict, m: st.m, modelID: st.modelID, fileMarks: st.fileMarks, userMarks: um, loaded: time.Now().UTC(),
 		otherData: st.otherData}
 	pairs := append([]graph.Edge(nil), st.fileMarks...)
 	for u, xs := range um {
@@ -93,7 +93,7 @@ func (s *Server) build(st *state, um map[string][]string) (*state, error) {
 		return nil, err
 	}
 	if st.rec, err = release.New(st.m, st.g, st.prot, release.WithStore(s.charger), release.WithCap(s.cap),
-		release.WithScorer(st.sc), release.WithLabelOrder(st.order)); err != nil {
+		release.WithScorer(st.sc), release.WithInfluenceDict(st.dict)); err != nil {
 		return nil, err
 	}
 	if st.rec.Seeded() { // cannot happen: no seed option exists here

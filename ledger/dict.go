@@ -1,0 +1,242 @@
+package ledger
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+)
+
+// Dict is a fixed, indexed list of influencer labels (typically one graph's
+// node labels, indexed by node id) through which a release names its
+// influencers by index (Release.InflDict, Release.InflIdx) instead of by
+// label. The influence set recorded is the same as with Influencers set to
+// the labels: only the work differs. A release path that charges hundreds
+// of influencers per list hands over node ids it already has; the store
+// maps them to its label ids through an array it fills as it learns them
+// (once per label and store handle), so a charge neither builds, validates,
+// sorts nor looks up label strings. On a 1 M-node graph that was most of
+// what exposure tracking cost a batch release.
+//
+// A Dict is read-only once made and safe for concurrent use by any number
+// of releases and stores. Labels are validated once, when it is made.
+type Dict struct {
+	n     int
+	label func(int32) string
+	// bad holds the indices whose labels are not valid influencer labels
+	// (empty, not valid UTF-8, a NUL byte, or "*"), with the reason; a
+	// release naming one is invalid, as one with that label would be.
+	bad map[int32]error
+
+	mu  sync.Mutex
+	ids map[*labelCache][]atomic.Int64 // per store handle: label id of index i, 0 = not known yet
+}
+
+// NewDict returns the dictionary of n labels, label(i) for i in [0, n).
+// label must be a pure function of i, cheap and safe for concurrent calls
+// (graph.Graph.Label is); it is called again whenever a label is needed.
+// Labels need not be distinct (repeats name one party).
+func NewDict(n int, label func(int32) string) (*Dict, error) {
+	if n < 0 || int64(n) > 1<<31 {
+		return nil, invalid("dictionary of %d labels (want 0 to 2^31)", n)
+	}
+	if label == nil {
+		return nil, invalid("dictionary without a label function")
+	}
+	d := &Dict{n: n, label: label}
+	for i := range int32(n) {
+		w := label(i)
+		if plainLabel(w) && w != "*" {
+			continue
+		}
+		var err error
+		switch {
+		case w == "*":
+			err = invalid("influencer label %q (index %d) is reserved for every party", w, i)
+		case w == "" || !utf8.ValidString(w) || strings.IndexByte(w, 0) >= 0:
+			err = checkText(fmt.Sprintf("influencer (index %d)", i), w, false)
+		}
+		if err != nil {
+			if d.bad == nil {
+				d.bad = map[int32]error{}
+			}
+			d.bad[i] = err
+		}
+	}
+	return d, nil
+}
+
+// Len is the number of labels.
+func (d *Dict) Len() int { return d.n }
+
+// Label is the label of index i.
+func (d *Dict) Label(i int32) string { return d.label(i) }
+
+// check validates a release's indices: every one in range and naming a
+// valid label.
+func (d *Dict) check(user string, idx []int32) error {
+	for _, i := range idx {
+		if i < 0 || int(i) >= d.n {
+			return invalid("release for %q: influencer index %d outside the dictionary of %d labels", user, i, d.n)
+		}
+	}
+	if d.bad != nil {
+		for _, i := range idx {
+			if err := d.bad[i]; err != nil {
+				return fmt.Errorf("release for %q: %w", user, err)
+			}
+		}
+	}
+	return nil
+}
+
+// labels returns the sorted, deduplicated labels of idx.
+func (d *Dict) labels(idx []int32) []string {
+	out := make([]string, len(idx))
+	for j, i := range idx {
+		out[j] = d.label(i)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// idsFor returns the store handle's id array for d (made on first use).
+func (d *Dict) idsFor(c *labelCache) []atomic.Int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ids == nil {
+		d.ids = map[*labelCache][]atomic.Int64{}
+	}
+	a, ok := d.ids[c]
+	if !ok {
+		a = make([]atomic.Int64, d.n)
+		d.ids[c] = a
+	}
+	return a
+}
+
+// encodeDict encodes the influence set idx of d (any order, repeats
+// allowed) with the store's label ids, recording in d's array the ids the
+// cache knows. It returns nil when some label has no id in the array, the
+// cache or learned (which may be nil); chargeTx assigns those. sc is
+// per-goroutine scratch space.
+func encodeDict(c *labelCache, d *Dict, idx []int32, learned map[string]int64, ef bool, sc *idScratch) []byte {
+	arr := d.idsFor(c)
+	ids := slices.Grow(sc.ids[:0], len(idx))
+	locked := false
+	defer func() {
+		if locked {
+			c.mu.RUnlock()
+		}
+	}()
+	for _, i := range idx {
+		id := arr[i].Load()
+		if id == 0 {
+			if !locked {
+				c.mu.RLock()
+				locked = true
+			}
+			w := d.label(i)
+			var ok bool
+			if id, ok = c.lookup(w); ok {
+				arr[i].Store(id) // committed: safe to keep
+			} else if id, ok = learned[w]; !ok {
+				sc.ids = ids[:0]
+				return nil
+			}
+		}
+		ids = append(ids, id)
+	}
+	sc.ids = ids[:0]
+	ids = sortIDs(ids, &sc.tmp)
+	return appendInflSet(nil, slices.Compact(ids), false, ef)
+}
+
+// idScratch is per-goroutine scratch space for encoding sets.
+type idScratch struct{ ids, tmp []int64 }
+
+// learnDict records in d's array for c the committed ids (in c or learned)
+// of the labels of idx that it lacks.
+func learnDict(c *labelCache, d *Dict, idx []int32, learned map[string]int64) {
+	arr := d.idsFor(c)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, i := range idx {
+		if arr[i].Load() != 0 {
+			continue
+		}
+		w := d.label(i)
+		if id, ok := c.lookup(w); ok {
+			arr[i].Store(id)
+		} else if id, ok := learned[w]; ok {
+			arr[i].Store(id)
+		}
+	}
+}
+
+// missingLabels appends to out the labels of idx with no id in d's array
+// for c, the cache or learned.
+func missingLabels(c *labelCache, d *Dict, idx []int32, learned map[string]int64, out []string) []string {
+	arr := d.idsFor(c)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, i := range idx {
+		if arr[i].Load() != 0 {
+			continue
+		}
+		w := d.label(i)
+		if _, ok := c.lookup(w); ok {
+			continue
+		}
+		if _, ok := learned[w]; !ok {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// sortIDs sorts positive ids in increasing order, by least-significant-
+// digit radix sort (one pass per byte up to the largest id's top byte, at
+// most four) for the hundreds of ids of a release, else by comparisons. It
+// returns the sorted slice: ids itself or *tmp's storage (the other one is
+// then clobbered).
+func sortIDs(ids []int64, tmp *[]int64) []int64 {
+	if len(ids) < 64 {
+		slices.Sort(ids)
+		return ids
+	}
+	var top uint64
+	for _, x := range ids {
+		top |= uint64(x)
+	}
+	passes := (bits.Len64(top) + 7) / 8
+	if passes > 4 {
+		slices.Sort(ids)
+		return ids
+	}
+	if cap(*tmp) < len(ids) {
+		*tmp = make([]int64, len(ids))
+	}
+	src, dst := ids, (*tmp)[:len(ids)]
+	for p := range passes {
+		shift := uint(8 * p)
+		var count [256]int
+		for _, x := range src {
+			count[byte(uint64(x)>>shift)]++
+		}
+		sum := 0
+		for d := range count {
+			count[d], sum = sum, sum+count[d]
+		}
+		for _, x := range src {
+			d := byte(uint64(x) >> shift)
+			dst[count[d]] = x
+			count[d]++
+		}
+		src, dst = dst, src
+	}
+	return src
+}
