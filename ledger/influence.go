@@ -154,29 +154,44 @@ func efLowBits(n int, top uint64) uint {
 // of l low bits and the upper bit vector.
 func efSize(n uint64, l uint, top uint64) uint64 { return n*uint64(l) + n + top>>l }
 
-// orBits ors the low w (<= 64) bits of v into buf at bit offset off (bits
-// numbered least significant first within each byte); buf is long enough.
-func orBits(buf []byte, off uint64, v uint64, w uint) {
-	if w < 64 {
-		v &= 1<<w - 1
+// bitWriter appends bits to out, least significant first within each
+// byte: whole 64-bit words as they fill, the rest (zero padded to a byte)
+// at flush.
+type bitWriter struct {
+	out []byte
+	acc uint64 // pending bits, the first at bit 0
+	n   uint   // number of pending bits (< 64)
+}
+
+// write appends the low w bits of v (w <= 64; v has no higher bits).
+func (b *bitWriter) write(v uint64, w uint) {
+	b.acc |= v << b.n
+	if b.n+w < 64 {
+		b.n += w
+		return
 	}
-	for w > 0 {
-		sh := uint(off % 8)
-		buf[off/8] |= byte(v << sh)
-		n := 8 - sh
-		if n >= w {
-			return
-		}
-		v >>= n
-		off += uint64(n)
-		w -= n
+	b.out = binary.LittleEndian.AppendUint64(b.out, b.acc)
+	spill := b.n + w - 64 // bits of v not in the word written
+	b.acc = 0
+	if spill > 0 {
+		b.acc = v >> (w - spill)
 	}
+	b.n = spill
+}
+
+// flush appends the pending bits, zero padded to a whole byte.
+func (b *bitWriter) flush() []byte {
+	for ; b.n > 0; b.n -= min(b.n, 8) {
+		b.out = append(b.out, byte(b.acc))
+		b.acc >>= 8
+	}
+	return b.out
 }
 
 // appendInflSetEF appends the Elias-Fano (format 1) encoding (appendInflSet
-// never uses it for the empty set, which it accepts all the same): the output
-// is sized exactly first, then the low bits and the upper vector's ones
-// are or-ed into it.
+// never uses it for the empty set, which it accepts all the same): the low
+// bits, then the upper vector (each id's one bit after the zeros since the
+// previous one), written in order.
 func appendInflSetEF(buf []byte, ids []int64, star bool) []byte {
 	buf = append(buf, 0x80, 0x00, inflFormatEF)
 	buf = binary.AppendUvarint(buf, inflHeader(len(ids), star))
@@ -188,21 +203,24 @@ func appendInflSetEF(buf []byte, ids []int64, star bool) []byte {
 	l := efLowBits(len(ids), top)
 	buf = append(buf, byte(l))
 	n := uint64(len(ids))
-	start := len(buf)
-	buf = slices.Grow(buf, int((efSize(n, l, top)+7)/8))
-	buf = buf[:start+int((efSize(n, l, top)+7)/8)]
-	body := buf[start:]
-	clear(body)
-	upper := n * uint64(l)
-	for i, id := range ids {
-		x := uint64(id - 1)
-		if l > 0 {
-			orBits(body, uint64(i)*uint64(l), x, l)
+	w := bitWriter{out: slices.Grow(buf, int((efSize(n, l, top)+7)/8)+8)}
+	if l > 0 {
+		mask := uint64(1)<<l - 1
+		for _, id := range ids {
+			w.write(uint64(id-1)&mask, l)
 		}
-		p := upper + x>>l + uint64(i)
-		body[p/8] |= 1 << (p % 8)
 	}
-	return buf
+	prev := uint64(0)
+	for _, id := range ids {
+		high := uint64(id-1) >> l
+		zeros := high - prev
+		for ; zeros > 63; zeros -= 63 {
+			w.write(0, 63)
+		}
+		w.write(1<<zeros, uint(zeros)+1)
+		prev = high
+	}
+	return w.flush()
 }
 
 // decodeInflSet decodes an encoded set of either format: the ids (strictly
