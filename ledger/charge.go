@@ -103,21 +103,19 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 
 	var results []ChargeResult
 	learned := map[string]int64{} // label ids read or assigned by the transaction
+	pend := dictPending{}          // the same, by dictionary index
 	err = s.b.write(ctx, func(q querier) error {
 		var err error
 		clear(learned)
-		results, err = chargeTx(ctx, s.b, q, &s.labels, learned, items, enc, bad, sorted, cap, s.schema) // fn may be retried: start afresh
+		clear(pend)
+		results, err = chargeTx(ctx, s.b, q, &s.labels, learned, pend, items, enc, bad, sorted, cap, s.schema) // fn may be retried: start afresh
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	s.labels.learn(learned) // committed now
-	for i := range items {
-		if enc[i].set == nil && items[i].InflIdx != nil && results[i].Fresh {
-			learnDict(&s.labels, items[i].InflDict, items[i].InflIdx, learned)
-		}
-	}
+	pend.commit(&s.labels)
 	return results, nil
 }
 
@@ -138,7 +136,7 @@ type idemRef struct {
 // charge the items in order, then insert the accepted releases (with IDs
 // reserved by the backend, in multi-row statements) and write the changed
 // spend rows back.
-func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned map[string]int64, items []Release, enc []encoded, bad []error, users []string, cap Cap, v schemaLevel) ([]ChargeResult, error) {
+func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned map[string]int64, pend dictPending, items []Release, enc []encoded, bad []error, users []string, cap Cap, v schemaLevel) ([]ChargeResult, error) {
 	results := make([]ChargeResult, len(items))
 	for i := range items {
 		items[i].ID = 0 // a retried transaction starts afresh: no ID is reserved yet
@@ -232,7 +230,7 @@ func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned
 			switch it := &items[i]; {
 			case enc[i].set != nil:
 			case it.InflIdx != nil:
-				fromDict = missingLabels(lc, it.InflDict, it.InflIdx, learned, fromDict)
+				fromDict = pend.collect(lc, it.InflDict, it.InflIdx, fromDict)
 			default:
 				pending = append(pending, it.Influencers)
 			}
@@ -243,6 +241,9 @@ func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned
 		if err := labelIDs(ctx, q, lc, pending, learned); err != nil {
 			return nil, err
 		}
+		if err := pend.resolve(learned); err != nil {
+			return nil, err
+		}
 		sets = make([][]byte, len(fresh))
 		var sc idScratch
 		for j, i := range fresh {
@@ -250,7 +251,7 @@ func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned
 				continue
 			}
 			if it := &items[i]; it.InflIdx != nil {
-				sets[j] = encodeDict(lc, it.InflDict, it.InflIdx, learned, v.hasEF(), &sc)
+				sets[j] = encodeDict(lc, it.InflDict, it.InflIdx, pend.idsOf(it.InflDict), v.hasEF(), &sc)
 			} else {
 				sets[j] = encodeInfl(lc, it.Influencers, learned, v.hasEF(), nil)
 			}

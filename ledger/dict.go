@@ -119,11 +119,12 @@ func (d *Dict) idsFor(c *labelCache) []atomic.Int64 {
 }
 
 // encodeDict encodes the influence set idx of d (any order, repeats
-// allowed) with the store's label ids, recording in d's array the ids the
-// cache knows. It returns nil when some label has no id in the array, the
-// cache or learned (which may be nil); chargeTx assigns those. sc is
-// per-goroutine scratch space.
-func encodeDict(c *labelCache, d *Dict, idx []int32, learned map[string]int64, ef bool, sc *idScratch) []byte {
+// allowed) with the store's label ids: from d's array for the store
+// handle, else from pend (this transaction's, indexed like d; may be nil),
+// else from the handle's cache (recording those, committed, in the array).
+// It returns nil when some label has an id in none of them; chargeTx
+// assigns those. sc is per-goroutine scratch space.
+func encodeDict(c *labelCache, d *Dict, idx []int32, pend map[int32]int64, ef bool, sc *idScratch) []byte {
 	arr := d.idsFor(c)
 	ids := slices.Grow(sc.ids[:0], len(idx))
 	locked := false
@@ -134,19 +135,20 @@ func encodeDict(c *labelCache, d *Dict, idx []int32, learned map[string]int64, e
 	}()
 	for _, i := range idx {
 		id := arr[i].Load()
+		if id == 0 && pend != nil {
+			id = max(pend[i], 0)
+		}
 		if id == 0 {
 			if !locked {
 				c.mu.RLock()
 				locked = true
 			}
-			w := d.label(i)
 			var ok bool
-			if id, ok = c.lookup(w); ok {
-				arr[i].Store(id) // committed: safe to keep
-			} else if id, ok = learned[w]; !ok {
+			if id, ok = c.lookup(d.label(i)); !ok {
 				sc.ids = ids[:0]
 				return nil
 			}
+			arr[i].Store(id) // committed: safe to keep
 		}
 		ids = append(ids, id)
 	}
@@ -158,44 +160,94 @@ func encodeDict(c *labelCache, d *Dict, idx []int32, learned map[string]int64, e
 // idScratch is per-goroutine scratch space for encoding sets.
 type idScratch struct{ ids, tmp []int64 }
 
-// learnDict records in d's array for c the committed ids (in c or learned)
-// of the labels of idx that it lacks.
-func learnDict(c *labelCache, d *Dict, idx []int32, learned map[string]int64) {
+// dictPending holds, during one charge transaction, the label ids of
+// dictionary entries that the handle did not know when the batch was
+// encoded: read or assigned by the transaction, so not committed, and kept
+// apart from the dictionary's array (which holds committed ids only: a
+// rolled-back id may be given to another label) until commit. Per
+// dictionary, the ids by index (-1: being looked up; sparse: a batch
+// meets a few of a large graph's labels), and the entries to look up.
+type dictPending map[*Dict]*pendingIDs
+
+type pendingIDs struct {
+	ids    map[int32]int64
+	lookup []int32
+}
+
+func (p dictPending) get(d *Dict) *pendingIDs {
+	pd := p[d]
+	if pd == nil {
+		pd = &pendingIDs{ids: map[int32]int64{}}
+		p[d] = pd
+	}
+	return pd
+}
+
+// idsOf returns d's pending ids (nil when there are none).
+func (p dictPending) idsOf(d *Dict) map[int32]int64 {
+	if pd := p[d]; pd != nil {
+		return pd.ids
+	}
+	return nil
+}
+
+// collect appends to out the labels of idx that have no id in d's array
+// for c, the cache or p, once each, and marks them to be looked up; ids
+// found in the cache are recorded in p.
+func (p dictPending) collect(c *labelCache, d *Dict, idx []int32, out []string) []string {
 	arr := d.idsFor(c)
+	var pd *pendingIDs
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for _, i := range idx {
 		if arr[i].Load() != 0 {
+			continue
+		}
+		if pd == nil {
+			pd = p.get(d)
+		}
+		if pd.ids[i] != 0 {
 			continue
 		}
 		w := d.label(i)
 		if id, ok := c.lookup(w); ok {
-			arr[i].Store(id)
-		} else if id, ok := learned[w]; ok {
-			arr[i].Store(id)
-		}
-	}
-}
-
-// missingLabels appends to out the labels of idx with no id in d's array
-// for c, the cache or learned.
-func missingLabels(c *labelCache, d *Dict, idx []int32, learned map[string]int64, out []string) []string {
-	arr := d.idsFor(c)
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for _, i := range idx {
-		if arr[i].Load() != 0 {
+			pd.ids[i] = id
 			continue
 		}
-		w := d.label(i)
-		if _, ok := c.lookup(w); ok {
-			continue
-		}
-		if _, ok := learned[w]; !ok {
-			out = append(out, w)
-		}
+		pd.ids[i] = -1
+		pd.lookup = append(pd.lookup, i)
+		out = append(out, w)
 	}
 	return out
+}
+
+// resolve records the ids read or assigned (learned) of the entries
+// collect marked; every one must have one.
+func (p dictPending) resolve(learned map[string]int64) error {
+	for d, pd := range p {
+		for _, i := range pd.lookup {
+			w := d.label(i)
+			id, ok := learned[w]
+			if !ok {
+				return fmt.Errorf("ledger: influencer label %q has no id after inserting it", w)
+			}
+			pd.ids[i] = id
+		}
+	}
+	return nil
+}
+
+// commit copies the ids of p, committed now, into the dictionaries'
+// arrays for c.
+func (p dictPending) commit(c *labelCache) {
+	for d, pd := range p {
+		arr := d.idsFor(c)
+		for i, id := range pd.ids {
+			if id > 0 && arr[i].Load() == 0 {
+				arr[i].Store(id)
+			}
+		}
+	}
 }
 
 // sortIDs sorts positive ids in increasing order, by least-significant-

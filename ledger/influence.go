@@ -154,44 +154,11 @@ func efLowBits(n int, top uint64) uint {
 // of l low bits and the upper bit vector.
 func efSize(n uint64, l uint, top uint64) uint64 { return n*uint64(l) + n + top>>l }
 
-// bitWriter appends bits to out, least significant first within each
-// byte: whole 64-bit words as they fill, the rest (zero padded to a byte)
-// at flush.
-type bitWriter struct {
-	out []byte
-	acc uint64 // pending bits, the first at bit 0
-	n   uint   // number of pending bits (< 64)
-}
-
-// write appends the low w bits of v (w <= 64; v has no higher bits).
-func (b *bitWriter) write(v uint64, w uint) {
-	b.acc |= v << b.n
-	if b.n+w < 64 {
-		b.n += w
-		return
-	}
-	b.out = binary.LittleEndian.AppendUint64(b.out, b.acc)
-	spill := b.n + w - 64 // bits of v not in the word written
-	b.acc = 0
-	if spill > 0 {
-		b.acc = v >> (w - spill)
-	}
-	b.n = spill
-}
-
-// flush appends the pending bits, zero padded to a whole byte.
-func (b *bitWriter) flush() []byte {
-	for ; b.n > 0; b.n -= min(b.n, 8) {
-		b.out = append(b.out, byte(b.acc))
-		b.acc >>= 8
-	}
-	return b.out
-}
-
 // appendInflSetEF appends the Elias-Fano (format 1) encoding (appendInflSet
 // never uses it for the empty set, which it accepts all the same): the low
 // bits, then the upper vector (each id's one bit after the zeros since the
-// previous one), written in order.
+// previous one), written in order, least significant bit first, through a
+// 64-bit accumulator flushed a word at a time.
 func appendInflSetEF(buf []byte, ids []int64, star bool) []byte {
 	buf = append(buf, 0x80, 0x00, inflFormatEF)
 	buf = binary.AppendUvarint(buf, inflHeader(len(ids), star))
@@ -203,24 +170,60 @@ func appendInflSetEF(buf []byte, ids []int64, star bool) []byte {
 	l := efLowBits(len(ids), top)
 	buf = append(buf, byte(l))
 	n := uint64(len(ids))
-	w := bitWriter{out: slices.Grow(buf, int((efSize(n, l, top)+7)/8)+8)}
+	out := slices.Grow(buf, int((efSize(n, l, top)+7)/8)+8)
+	var acc uint64 // pending bits, the first at bit 0
+	var k uint     // number of pending bits, < 64
+	// put appends the low w bits of v (w <= 64, v has no higher bits).
+	put := func(v uint64, w uint) {
+		acc |= v << k
+		if k+w < 64 {
+			k += w
+			return
+		}
+		out = binary.LittleEndian.AppendUint64(out, acc)
+		spill := k + w - 64 // bits of v not in the word written
+		acc, k = 0, spill
+		if spill > 0 {
+			acc = v >> (w - spill)
+		}
+	}
 	if l > 0 {
 		mask := uint64(1)<<l - 1
 		for _, id := range ids {
-			w.write(uint64(id-1)&mask, l)
+			v := uint64(id-1) & mask
+			acc |= v << k
+			if k+l < 64 {
+				k += l
+				continue
+			}
+			out = binary.LittleEndian.AppendUint64(out, acc)
+			spill := k + l - 64
+			acc, k = 0, spill
+			if spill > 0 {
+				acc = v >> (l - spill)
+			}
 		}
 	}
 	prev := uint64(0)
 	for _, id := range ids {
 		high := uint64(id-1) >> l
 		zeros := high - prev
-		for ; zeros > 63; zeros -= 63 {
-			w.write(0, 63)
-		}
-		w.write(1<<zeros, uint(zeros)+1)
 		prev = high
+		if k+uint(zeros) < 63 { // the common case: the one bit fits
+			acc |= 1 << (k + uint(zeros))
+			k += uint(zeros) + 1
+			continue
+		}
+		for ; zeros > 63; zeros -= 63 {
+			put(0, 63)
+		}
+		put(1<<zeros, uint(zeros)+1)
 	}
-	return w.flush()
+	for ; k > 0; k -= min(k, 8) { // the last bits, zero padded to a byte
+		out = append(out, byte(acc))
+		acc >>= 8
+	}
+	return out
 }
 
 // decodeInflSet decodes an encoded set of either format: the ids (strictly

@@ -251,8 +251,19 @@ func (r *Recommender) prepare(ctx context.Context, c call, users []int32, k int,
 		w.todo = append(w.todo, i)
 	}
 	w.outs = make([]Outcome, len(users))
+	w.recs = make([]ledger.Release, len(w.todo))
+	idem := c.idem
+	if idem == "" && !c.fresh && r.store != nil {
+		// Concurrent first requests for the same sticky list (other
+		// goroutines, processes or replicas) get one list, charged once.
+		// The ledger keeps keys per provenance: a seeded run's sticky key
+		// never answers a private request.
+		idem = fmt.Sprintf("sticky:%s:k=%d", r.modelID, k)
+	}
 	// Each user's generator comes from the user (seeded runs) or is the
 	// worker's crypto stream, so the lists do not depend on scheduling.
+	// The worker also builds the release to charge (its influence set
+	// included), on all cores.
 	var states []*workerState
 	var mu sync.Mutex
 	err := par.Run(ctx, len(w.todo), par.Options{Workers: nw}, func(int) *workerState {
@@ -270,6 +281,7 @@ func (r *Recommender) prepare(ctx context.Context, c call, users []int32, k int,
 		// Sampler buffers are reused: copy the ids out.
 		out.IDs = append([]int32(nil), out.IDs...)
 		w.outs[i] = out
+		w.recs[j] = r.ledgerRelease(users[i], k, out, idem)
 		return nil
 	})
 	for _, ws := range states {
@@ -277,18 +289,6 @@ func (r *Recommender) prepare(ctx context.Context, c call, users []int32, k int,
 	}
 	if err != nil {
 		return nil, err
-	}
-	w.recs = make([]ledger.Release, len(w.todo))
-	for j, i := range w.todo {
-		idem := c.idem
-		if idem == "" && !c.fresh && r.store != nil {
-			// Concurrent first requests for the same sticky list (other
-			// goroutines, processes or replicas) get one list, charged once.
-			// The ledger keeps keys per provenance: a seeded run's sticky
-			// key never answers a private request.
-			idem = fmt.Sprintf("sticky:%s:k=%d", r.modelID, k)
-		}
-		w.recs[j] = r.ledgerRelease(users[i], k, w.outs[i], idem)
 	}
 	return w, nil
 }
