@@ -103,7 +103,7 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 
 	var results []ChargeResult
 	learned := map[string]int64{} // label ids read or assigned by the transaction
-	pend := dictPending{}          // the same, by dictionary index
+	pend := dictPending{}         // the same, by dictionary index
 	err = s.b.write(ctx, func(q querier) error {
 		var err error
 		clear(learned)
