@@ -148,7 +148,7 @@ func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned
 	if err != nil {
 		return nil, err
 	}
-	known, err := lookupIdem(ctx, q, lc, items, bad, v)
+	known, err := lookupIdem(ctx, q, lc, items, bad, spends, v)
 	if err != nil {
 		return nil, err
 	}
@@ -333,8 +333,10 @@ func lockSpends(ctx context.Context, q querier, users []string, v schemaLevel, s
 
 // lookupIdem returns the recorded releases of the valid items' (user,
 // provenance, idempotency key) triples, one query per (key, provenance) and
-// chunk of users. Only releases of the item's own provenance are read.
-func lookupIdem(ctx context.Context, q querier, lc *labelCache, items []Release, bad []error, v schemaLevel) (map[idemRef]Release, error) {
+// chunk of users. Only releases of the item's own provenance are read, and
+// only for users with a recorded release (spends: the batch's locked spend
+// rows).
+func lookupIdem(ctx context.Context, q querier, lc *labelCache, items []Release, bad []error, spends map[string]*spendRow, v schemaLevel) (map[idemRef]Release, error) {
 	type keyProv struct {
 		key    string
 		seeded bool
@@ -344,6 +346,13 @@ func lookupIdem(ctx context.Context, q querier, lc *labelCache, items []Release,
 	for i, r := range items {
 		ref := idemRef{r.User, r.IdemKey, r.Seeded}
 		if bad[i] != nil || r.IdemKey == "" || seen[ref] {
+			continue
+		}
+		if sp := spends[r.User]; sp != nil && sp.releases == 0 {
+			// No release of the user is recorded (the spend row counts
+			// them in the same transactions that record them; Verify
+			// checks it), so none holds the key: nothing to look up. A
+			// batch release meets mostly such users.
 			continue
 		}
 		seen[ref] = true
