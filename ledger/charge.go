@@ -62,6 +62,10 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 			return nil
 		}
 		it := &items[i]
+		if !s.schema.hasBlocks() && it.InflBlocks != nil {
+			// A store before schema 10 records the expanded set.
+			it.InflDict, it.InflIdx, it.InflBlocks, it.InflExcl = it.InflBlocks.dict, it.InflBlocks.expand(it.InflIdx, it.InflExcl), nil, nil
+		}
 		if !s.schema.hasLabels() && it.InflIdx != nil {
 			// A store before schema 8 records labels.
 			it.Influencers, it.InflDict, it.InflIdx = it.InflDict.labels(it.InflIdx), nil, nil
@@ -71,7 +75,9 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 			// nil unless every label has a cached id (the common case
 			// once the store has seen the parties): chargeTx assigns
 			// and looks up the others.
-			if it.InflIdx != nil {
+			if it.InflBlocks != nil {
+				enc[i].set = encodeBlocks(&s.labels, it.InflBlocks, it.InflIdx, it.InflExcl, nil, nil, &sc.ids)
+			} else if it.InflIdx != nil {
 				enc[i].set = encodeDict(&s.labels, it.InflDict, it.InflIdx, nil, s.schema.hasEF(), &sc.ids)
 			} else {
 				enc[i].set = encodeInfl(&s.labels, it.Influencers, nil, s.schema.hasEF(), &sc.ids.ids)
@@ -104,11 +110,13 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 	var results []ChargeResult
 	learned := map[string]int64{} // label ids read or assigned by the transaction
 	pend := dictPending{}         // the same, by dictionary index
+	pb := pendingBlocks{}         // block ids recorded or read by the transaction
 	err = s.b.write(ctx, func(q querier) error {
 		var err error
 		clear(learned)
 		clear(pend)
-		results, err = chargeTx(ctx, s.b, q, &s.labels, learned, pend, items, enc, bad, sorted, cap, s.schema) // fn may be retried: start afresh
+		clear(pb)
+		results, err = chargeTx(ctx, s.b, q, &s.labels, learned, pend, pb, items, enc, bad, sorted, cap, s.schema) // fn may be retried: start afresh
 		return err
 	})
 	if err != nil {
@@ -116,6 +124,7 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 	}
 	s.labels.learn(learned) // committed now
 	pend.commit(&s.labels)
+	pb.commit(&s.labels)
 	return results, nil
 }
 
@@ -136,7 +145,7 @@ type idemRef struct {
 // charge the items in order, then insert the accepted releases (with IDs
 // reserved by the backend, in multi-row statements) and write the changed
 // spend rows back.
-func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned map[string]int64, pend dictPending, items []Release, enc []encoded, bad []error, users []string, cap Cap, v schemaLevel) ([]ChargeResult, error) {
+func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned map[string]int64, pend dictPending, pb pendingBlocks, items []Release, enc []encoded, bad []error, users []string, cap Cap, v schemaLevel) ([]ChargeResult, error) {
 	results := make([]ChargeResult, len(items))
 	for i := range items {
 		items[i].ID = 0 // a retried transaction starts afresh: no ID is reserved yet
@@ -229,6 +238,15 @@ func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned
 		for _, i := range fresh {
 			switch it := &items[i]; {
 			case enc[i].set != nil:
+			case it.InflBlocks != nil:
+				b := it.InflBlocks
+				fromDict = pend.collect(lc, b.dict, it.InflExcl, fromDict)
+				arr := b.idsFor(lc)
+				for _, z := range it.InflIdx {
+					if arr[z].Load() == 0 {
+						fromDict = pend.collect(lc, b.dict, b.members(z), fromDict)
+					}
+				}
 			case it.InflIdx != nil:
 				fromDict = pend.collect(lc, it.InflDict, it.InflIdx, fromDict)
 			default:
@@ -244,13 +262,18 @@ func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned
 		if err := pend.resolve(learned); err != nil {
 			return nil, err
 		}
+		if err := registerBlocks(ctx, q, lc, items, fresh, enc, pend, pb); err != nil {
+			return nil, err
+		}
 		sets = make([][]byte, len(fresh))
 		var sc idScratch
 		for j, i := range fresh {
 			if sets[j] = enc[i].set; sets[j] != nil {
 				continue
 			}
-			if it := &items[i]; it.InflIdx != nil {
+			if it := &items[i]; it.InflBlocks != nil {
+				sets[j] = encodeBlocks(lc, it.InflBlocks, it.InflIdx, it.InflExcl, pb[it.InflBlocks], pend.idsOf(it.InflBlocks.dict), &sc)
+			} else if it.InflIdx != nil {
 				sets[j] = encodeDict(lc, it.InflDict, it.InflIdx, pend.idsOf(it.InflDict), v.hasEF(), &sc)
 			} else {
 				sets[j] = encodeInfl(lc, it.Influencers, learned, v.hasEF(), nil)

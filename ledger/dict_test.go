@@ -27,12 +27,13 @@ func TestSortIDs(t *testing.T) {
 }
 
 // TestDictMatchesLabels: a release naming its influencers through a Dict
-// (any order, repeats) records exactly the set the same release with the
-// labels records: the same blob, read back as the same sorted labels, the
-// same exposure; whether the labels are new to the store, known to the
-// handle's cache, or known only to the database (a second handle), and in
-// batches that mix both forms. Stores at schema 7 (JSON arrays) and 8
-// (uvarint deltas) take dictionary releases too.
+// (any order, repeats) or as Blocks minus exclusions records exactly the set
+// the same release with the labels records: read back as the same sorted
+// labels, with the same exposure; whether the labels and blocks are new to
+// the store, known to the handle's caches, or known only to the database
+// (a second handle), and in batches that mix every form. Stores at schemas
+// 7 (JSON arrays), 8 (uvarint deltas) and 9 take both forms too (expanded);
+// from schema 10 block forms are stored block-coded, and Verify passes.
 func TestDictMatchesLabels(t *testing.T) {
 	ctx := context.Background()
 	labels := []string{"10", "9", "a", "b\u00e9", "200", "3", "x y", "0"}
@@ -40,22 +41,35 @@ func TestDictMatchesLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Blocks: z, z+1 and z+3 (mod 8); block 7 is empty.
+	blocks, err := NewBlocks(d, func(z int32) []int32 {
+		if z == 7 {
+			return nil
+		}
+		return []int32{z, (z + 1) % 8, (z + 3) % 8}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	eachStore(t, func(t *testing.T, fx fixture) {
-		for _, schema := range []int{partySchema, labelSchema, LatestSchema} {
+		for _, schema := range []int{partySchema, labelSchema, efSchema, LatestSchema} {
 			t.Run("schema"+strconv.Itoa(schema), func(t *testing.T) {
 				dsn := fx.dsn(t)
 				a := openAtT(t, dsn, schema)
-				b := openAtT(t, dsn, schema) // second handle: empty cache
+				b := openAtT(t, dsn, schema) // second handle: empty caches
 				var rs []Release
-				rapidSeed := []int32{3, 0, 3, 7, 1, 6, 2, 5, 4}
+				seq := []int32{3, 0, 3, 7, 1, 6, 2, 5, 4}
 				for n := range 12 {
-					idx := rapidSeed[:1+n%len(rapidSeed)]
+					idx := seq[:1+n%len(seq)]
+					zs, excl := idx[:1+len(idx)/2], idx[len(idx)/2:]
 					rs = append(rs,
 						Release{User: "d" + strconv.Itoa(n), Model: "m", K: 2, Cost: 0.1, InflDict: d, InflIdx: slices.Clone(idx)},
-						Release{User: "l" + strconv.Itoa(n), Model: "m", K: 2, Cost: 0.1, Influencers: d.labels(idx)})
+						Release{User: "l" + strconv.Itoa(n), Model: "m", K: 2, Cost: 0.1, Influencers: d.labels(idx)},
+						Release{User: "b" + strconv.Itoa(n), Model: "m", K: 2, Cost: 0.1, InflBlocks: blocks, InflIdx: zs, InflExcl: excl},
+						Release{User: "c" + strconv.Itoa(n), Model: "m", K: 2, Cost: 0.1, Influencers: d.labels(blocks.expand(zs, excl))})
 				}
 				for i, st := range []Store{a, b, a, b} {
-					part := rs[i*6 : i*6+6]
+					part := rs[i*12 : i*12+12]
 					res, err := st.ChargeBatch(ctx, part, Unlimited)
 					if err != nil {
 						t.Fatal(err)
@@ -64,31 +78,53 @@ func TestDictMatchesLabels(t *testing.T) {
 						if r.Err != nil || !r.Fresh {
 							t.Fatalf("item %d: %+v", j, r)
 						}
-						if got, want := r.Release.InfluencerLabels(), d.labelsOrSelf(part[j]); !slices.Equal(got, want) {
+						if got, want := r.Release.InfluencerLabels(), part[j].InfluencerLabels(); !slices.Equal(got, want) {
 							t.Fatalf("item %d: InfluencerLabels %q, want %q", j, got, want)
 						}
 					}
 				}
+				nonEmpty := false
 				for n := range 12 {
-					rd, _, err := a.Latest(ctx, "d"+strconv.Itoa(n), "m", 2, Crypto)
-					if err != nil {
-						t.Fatal(err)
+					read := func(st Store, user string) []string {
+						t.Helper()
+						r, ok, err := st.Latest(ctx, user+strconv.Itoa(n), "m", 2, Crypto)
+						if err != nil || !ok || r.InflIdx != nil {
+							t.Fatalf("%s%d: %v %v %+v", user, n, ok, err, r)
+						}
+						return r.Influencers
 					}
-					rl, _, err := b.Latest(ctx, "l"+strconv.Itoa(n), "m", 2, Crypto)
-					if err != nil {
-						t.Fatal(err)
+					if dl, ll := read(a, "d"), read(b, "l"); !slices.Equal(dl, ll) || len(dl) == 0 {
+						t.Fatalf("release %d: dictionary form reads back as %q, labels as %q", n, dl, ll)
 					}
-					if !slices.Equal(rd.Influencers, rl.Influencers) || len(rd.Influencers) == 0 || rd.InflIdx != nil {
-						t.Fatalf("release %d: dictionary form reads back as %q, labels as %q", n, rd.Influencers, rl.Influencers)
+					bl, cl := read(b, "b"), read(a, "c")
+					if !slices.Equal(bl, cl) {
+						t.Fatalf("release %d: block form reads back as %q, labels as %q", n, bl, cl)
+					}
+					nonEmpty = nonEmpty || len(bl) > 0 && len(bl) < len(labels)
+				}
+				if !nonEmpty {
+					t.Fatal("no block-coded release names a proper subset of the labels: the checks prove little")
+				}
+				if schema == LatestSchema {
+					var n int
+					err := a.(*sqlStore).b.read(ctx, func(q querier) error {
+						return q.queryRow(ctx, "SELECT COUNT(*) FROM releases WHERE infl_ids >= ? AND infl_ids < ?", []byte{0x80, 0, 2}, []byte{0x80, 0, 3}).Scan(&n)
+					})
+					if err != nil || n != 12 {
+						t.Fatalf("%d releases stored block-coded (%v), want 12", n, err)
+					}
+					if rep, err := Verify(ctx, a); err != nil || !rep.OK() {
+						t.Fatalf("verify: %v %+v", err, rep)
 					}
 				}
+				// Every party's exposure counts the dictionary and label
+				// releases alike, and the block and label ones alike: an
+				// even number of 0.1s.
 				exp, err := a.Exposure(ctx, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
 				for _, e := range exp {
-					// Every party's exposure counts its dictionary and label
-					// releases alike: an even number of 0.1s.
 					if k := e.Eps / 0.2; k < 0.999 || k-float64(int(k+0.5)) > 1e-9 || float64(int(k+0.5))-k > 1e-9 {
 						t.Fatalf("exposure of %q: %v, not a whole number of pairs", e.Party, e.Eps)
 					}
@@ -108,14 +144,6 @@ func openAtT(t *testing.T, dsn string, upto int) Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// labelsOrSelf is the influencer labels a release names, sorted.
-func (d *Dict) labelsOrSelf(r Release) []string {
-	if r.InflIdx != nil {
-		return d.labels(r.InflIdx)
-	}
-	return r.Influencers
 }
 
 // TestDictInvalid: an index out of range, an invalid label in the
@@ -170,3 +198,55 @@ func TestDictInvalid(t *testing.T) {
 }
 
 func labels2(i int32) string { return "x" }
+
+// TestVerifyBlocks: Verify reports a block whose body no longer matches its
+// digest, a block-coded release whose block is gone, and a block naming an
+// id without a label (negative controls: the untouched store passes).
+func TestVerifyBlocks(t *testing.T) {
+	labels := []string{"p", "q", "r", "s"}
+	d, err := NewDict(len(labels), func(i int32) string { return labels[i] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := NewBlocks(d, func(z int32) []int32 { return []int32{z, (z + 1) % 4} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	eachStore(t, func(t *testing.T, fx fixture) {
+		for _, tc := range []struct {
+			name, edit, want string
+		}{
+			{"consistent", "", ""},
+			{"body changed", "UPDATE influence_blocks SET body = (SELECT body FROM influence_blocks WHERE id = (SELECT MAX(id) FROM influence_blocks)) WHERE id = (SELECT MIN(id) FROM influence_blocks)", "is not the SHA-256 of its body"},
+			{"block deleted", "DELETE FROM influence_blocks WHERE id = (SELECT MIN(id) FROM influence_blocks)", "is not a valid row of influence_blocks"},
+			{"label deleted", "DELETE FROM influencer_labels WHERE label = 'q'", "has no label in influencer_labels"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				ctx := ctxT(t)
+				s := fx.open(t).(*sqlStore)
+				for i, zs := range [][]int32{{0}, {1, 2}, {3, 0}} {
+					r := Release{User: "u" + strconv.Itoa(i), Model: "m", K: 1, Cost: 0.5, InflBlocks: blocks, InflIdx: zs, InflExcl: []int32{1}}
+					if _, _, err := s.Charge(ctx, r, Unlimited); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if tc.edit != "" {
+					tamper(t, s, tc.edit)
+				}
+				rep, err := Verify(ctx, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.want == "" {
+					if !rep.OK() {
+						t.Fatalf("consistent store: %v", rep.Err())
+					}
+					return
+				}
+				if rep.OK() || !strings.Contains(rep.Err().Error(), tc.want) {
+					t.Fatalf("problems %v do not mention %q", rep.Err(), tc.want)
+				}
+			})
+		}
+	})
+}

@@ -91,9 +91,11 @@ func readUnfolded(ctx context.Context, q querier, lc *labelCache, v schemaLevel,
 		set       []int64
 		star      bool
 		encoded   bool
+		blocks    []int64 // a block-coded set's blocks and exclusions
+		excl      []int64
 	}
 	var page []unfolded
-	var all []int64
+	var all, allBlocks []int64
 	for rs.Next() {
 		var u unfolded
 		var blob []byte
@@ -107,18 +109,37 @@ func readUnfolded(ctx context.Context, q querier, lc *labelCache, v schemaLevel,
 		}
 		if blob != nil {
 			u.encoded = true
-			u.set, u.star, err = decodeInflSet(blob)
-			if err != nil {
-				rs.Close()
-				return 0, fmt.Errorf("release %d: stored influencers: %w", u.id, err)
+			if isBlockSet(blob) {
+				// Expanded once the rows are closed (its blocks may
+				// need reading: one query per chunk for the page).
+				if u.blocks, u.excl, err = decodeBlockSet(blob); err != nil {
+					rs.Close()
+					return 0, fmt.Errorf("release %d: stored influencers: %w", u.id, err)
+				}
+				allBlocks = append(allBlocks, u.blocks...)
+			} else {
+				u.set, u.star, err = decodeInflSet(blob)
+				if err != nil {
+					rs.Close()
+					return 0, fmt.Errorf("release %d: stored influencers: %w", u.id, err)
+				}
+				all = append(all, u.set...)
 			}
-			all = append(all, u.set...)
 		}
 		page = append(page, u)
 	}
 	rs.Close()
 	if err := rs.Err(); err != nil {
 		return 0, err
+	}
+	if err := loadBlocks(ctx, q, &lc.blocks, allBlocks); err != nil {
+		return 0, err
+	}
+	for i := range page {
+		if u := &page[i]; u.blocks != nil {
+			u.set = expandBlockSet(&lc.blocks, u.blocks, u.excl)
+			all = append(all, u.set...)
+		}
 	}
 	if err := resolveIDs(ctx, q, lc, all); err != nil {
 		return 0, err

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"math/rand/v2"
@@ -253,4 +254,57 @@ func BenchmarkDecodeInfl(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzDecodeBlockSet: block-coded sets (format 2) decode to non-empty,
+// strictly increasing block ids and strictly increasing exclusions, or to
+// an error wrapping errBadInflSet; never a panic.
+func FuzzDecodeBlockSet(f *testing.F) {
+	enc := func(blocks, excl []int64, ef bool) []byte {
+		a := appendInflSet(nil, blocks, false, ef)
+		out := append([]byte{0x80, 0x00, inflFormatBlocks}, binary.AppendUvarint(nil, uint64(len(a)))...)
+		return appendInflSet(append(out, a...), excl, false, ef)
+	}
+	f.Add(enc([]int64{1}, nil, true))
+	f.Add(enc([]int64{3, 9, 1 << 40}, []int64{2, 5}, true))
+	f.Add(enc([]int64{7}, []int64{1, 2, 3}, false))
+	f.Add([]byte{0x80, 0x00, 0x02, 0x01, 0x00, 0x00})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		blocks, excl, err := decodeBlockSet(b)
+		if err != nil {
+			if !errors.Is(err, errBadInflSet) {
+				t.Fatalf("%x: error %v does not wrap errBadInflSet", b, err)
+			}
+			return
+		}
+		if len(blocks) == 0 || !slices.IsSorted(blocks) || !slices.IsSorted(excl) {
+			t.Fatalf("%x: blocks %v, exclusions %v", b, blocks, excl)
+		}
+		for i := 1; i < len(blocks); i++ {
+			if blocks[i] == blocks[i-1] {
+				t.Fatalf("%x: repeated block %d", b, blocks[i])
+			}
+		}
+	})
+}
+
+// TestBlockSetRoundTrip: what encodeBlocks writes, decodeBlockSet reads
+// back, for any blocks and exclusions.
+func TestBlockSetRoundTrip(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		blocks := inflIDsGen().Filter(func(ids []int64) bool { return len(ids) > 0 }).Draw(t, "blocks")
+		excl := inflIDsGen().Draw(t, "excl")
+		a := appendInflSet(nil, blocks, false, true)
+		b := append([]byte{0x80, 0x00, inflFormatBlocks}, binary.AppendUvarint(nil, uint64(len(a)))...)
+		b = appendInflSet(append(b, a...), excl, false, true)
+		gb, ge, err := decodeBlockSet(b)
+		if err != nil || !slices.Equal(gb, blocks) || !slices.Equal(ge, excl) && len(ge)+len(excl) > 0 {
+			t.Fatalf("%x: %v %v %v, want %v %v", b, gb, ge, err, blocks, excl)
+		}
+		if cut := rapid.IntRange(0, len(b)-1).Draw(t, "cut"); true {
+			if _, _, err := decodeBlockSet(b[:cut]); err == nil {
+				t.Fatalf("%x cut at %d decodes", b, cut)
+			}
+		}
+	})
 }

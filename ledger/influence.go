@@ -386,6 +386,8 @@ type labelCache struct {
 	// not cached. One array access instead of a string map lookup: a
 	// charge looks up hundreds of labels per release.
 	decimal []int64
+	// blocks caches influence blocks' bodies (blocks.go).
+	blocks blockCache
 }
 
 // lookup returns the cached id of w; the caller holds c.mu.
@@ -627,24 +629,44 @@ func inflLabels(c *labelCache, ids []int64, star bool) []string {
 }
 
 // resolveReleases sets the Influencers of releases scanned with their sets
-// still encoded (Release.inflIDs), one query per chunk of unknown ids.
+// still encoded (Release.inflIDs), one query per chunk of unknown ids (and
+// of unknown blocks).
 func resolveReleases(ctx context.Context, q querier, c *labelCache, rels []*Release) error {
 	type dec struct {
-		ids  []int64
-		star bool
+		ids          []int64
+		star         bool
+		blocks, excl []int64 // a block-coded set, expanded below
 	}
 	decs := make([]dec, len(rels))
-	var all []int64
+	var all, allBlocks []int64
 	for i, r := range rels {
 		if r.inflIDs == nil {
+			continue
+		}
+		if isBlockSet(r.inflIDs) {
+			blocks, excl, err := decodeBlockSet(r.inflIDs)
+			if err != nil {
+				return fmt.Errorf("ledger: release %d: stored influencers: %w", r.ID, err)
+			}
+			decs[i] = dec{blocks: blocks, excl: excl}
+			allBlocks = append(allBlocks, blocks...)
 			continue
 		}
 		ids, star, err := decodeInflSet(r.inflIDs)
 		if err != nil {
 			return fmt.Errorf("ledger: release %d: stored influencers: %w", r.ID, err)
 		}
-		decs[i] = dec{ids, star}
+		decs[i] = dec{ids: ids, star: star}
 		all = append(all, ids...)
+	}
+	if err := loadBlocks(ctx, q, &c.blocks, allBlocks); err != nil {
+		return err
+	}
+	for i := range decs {
+		if d := &decs[i]; d.blocks != nil {
+			d.ids = expandBlockSet(&c.blocks, d.blocks, d.excl)
+			all = append(all, d.ids...)
+		}
 	}
 	if err := resolveIDs(ctx, q, c, all); err != nil {
 		return err

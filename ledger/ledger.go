@@ -91,6 +91,13 @@ type Release struct {
 	// Influencers (labels) only.
 	InflDict *Dict
 	InflIdx  []int32
+	// InflBlocks (with InflIdx and InflExcl) is the third way: the
+	// influencers are the union of the blocks InflIdx of InflBlocks minus
+	// the dictionary entries InflExcl (see Blocks); InflDict is then unset.
+	// A store at schema 10 or later records the block ids, others the
+	// expanded set. Charge reads InflExcl as it reads InflIdx.
+	InflBlocks *Blocks
+	InflExcl   []int32
 
 	// inflIDs is the stored encoding of Influencers (schema 8: see
 	// influence.go) between scanning a release and resolving its label ids
@@ -451,8 +458,16 @@ func normalize(r Release, now time.Time) (Release, error) {
 	}
 	r.List = append([]string{}, r.List...)
 	switch {
-	case len(r.InflIdx) > 0 && len(r.Influencers) > 0:
+	case (len(r.InflIdx) > 0 || len(r.InflExcl) > 0) && len(r.Influencers) > 0:
 		return r, invalid("release for %q: influencers given both as labels and as dictionary indices", r.User)
+	case r.InflBlocks != nil && r.InflDict != nil:
+		return r, invalid("release for %q: influencers given both as blocks and as dictionary indices", r.User)
+	case len(r.InflExcl) > 0 && r.InflBlocks == nil:
+		return r, invalid("release for %q: influencer exclusions without blocks", r.User)
+	case len(r.InflIdx) > 0 && r.InflBlocks != nil:
+		if err := r.InflBlocks.check(r.User, r.InflIdx, r.InflExcl); err != nil {
+			return r, err
+		}
 	case len(r.InflIdx) > 0 && r.InflDict == nil:
 		return r, invalid("release for %q: influencer indices without a dictionary", r.User)
 	case len(r.InflIdx) > 0:
@@ -464,7 +479,7 @@ func normalize(r Release, now time.Time) (Release, error) {
 		if err != nil {
 			return r, err
 		}
-		r.Influencers, r.InflDict, r.InflIdx = infl, nil, nil
+		r.Influencers, r.InflDict, r.InflIdx, r.InflBlocks, r.InflExcl = infl, nil, nil, nil, nil
 	}
 	if r.Time.IsZero() {
 		r.Time = now
@@ -513,6 +528,9 @@ func normInfluencers(user string, in []string) ([]string, error) {
 // bytewise and deduplicated, whichever way r names them (Influencers or
 // InflDict and InflIdx); ["*"] when "*" is one of them.
 func (r Release) InfluencerLabels() []string {
+	if len(r.InflIdx) > 0 && r.InflBlocks != nil {
+		return r.InflBlocks.dict.labels(r.InflBlocks.expand(r.InflIdx, r.InflExcl))
+	}
 	if len(r.InflIdx) > 0 && r.InflDict != nil {
 		return r.InflDict.labels(r.InflIdx)
 	}

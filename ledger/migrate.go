@@ -81,6 +81,7 @@ var migrations = []migration{
 	{7, "party-unit cost of each release and party-unit totals per user (pair-unit releases recorded before: unbounded)", partyMigration},
 	{8, "influencer sets stored compactly: labels once in influencer_labels, per release the delta-coded label ids (releases recorded before keep their JSON arrays)", labelMigration},
 	{9, "influencer sets written Elias-Fano coded behind a format marker (schema-8 sets and JSON arrays still read; no table changes)", efMigration},
+	{10, "influence sets recorded as unions of shared blocks (influence_blocks: each distinct block once; earlier sets still read)", blockMigration},
 }
 
 // dialectStmts holds the statements of migrations that differ between the

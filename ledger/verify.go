@@ -1,7 +1,9 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,7 +60,10 @@ var maxProblems = 100
 //   - the influencer sets: a release recorded before schema 8 has a JSON
 //     array of strings; a later one an encoded id set (influence.go) that
 //     decodes, every id naming a row of influencer_labels (whose labels
-//     are neither empty nor "*");
+//     are neither empty nor "*"), or (schema 10) a block-coded set whose
+//     blocks are rows of influence_blocks and whose exclusions name labels;
+//     every block's body decodes to ids naming labels, and its digest is
+//     the body's SHA-256;
 //   - every exposure row: eps and rho finite and >= 0.
 //
 // The error is non-nil only when the store could not be read; problems
@@ -158,6 +163,12 @@ func verifyTx(ctx context.Context, q querier, dialect string, rep *VerifyReport)
 			return err
 		}
 	}
+	var blockIDs map[int64]bool
+	if v >= blockSchema {
+		if blockIDs, err = readBlockIDs(ctx, q, labelIDs, rep); err != nil {
+			return err
+		}
+	}
 	rs, err = q.query(ctx, "SELECT "+cols+" FROM releases ORDER BY id")
 	if err != nil {
 		return err
@@ -208,7 +219,24 @@ func verifyTx(ctx context.Context, q querier, dialect string, rep *VerifyReport)
 		} else if int64(len(labels)) > k {
 			rep.add(where, "list of %d labels is longer than k=%d", len(labels), k)
 		}
-		if inflIDs != nil {
+		if isBlockSet(inflIDs) {
+			blocks, excl, err := decodeBlockSet(inflIDs)
+			if err != nil {
+				rep.add(where, "stored influencer set: %v", err)
+			}
+			for _, b := range blocks {
+				if !blockIDs[b] {
+					rep.add(where, "stored influence block %d is not a valid row of influence_blocks", b)
+					break
+				}
+			}
+			for _, w := range excl {
+				if !labelIDs[w] {
+					rep.add(where, "stored influencer id %d (excluded) has no label in influencer_labels", w)
+					break
+				}
+			}
+		} else if inflIDs != nil {
 			ids, _, err := decodeInflSet(inflIDs)
 			if err != nil {
 				rep.add(where, "stored influencer set: %v", err)
@@ -367,6 +395,49 @@ func readLabelIDs(ctx context.Context, q querier, rep *VerifyReport) (map[int64]
 			rep.add(fmt.Sprintf("influencer label %d", id), "label %q (want a party label, not empty or \"*\")", w)
 		}
 		ids[id] = true
+	}
+	return ids, rs.Err()
+}
+
+// readBlockIDs reads influence_blocks, reporting blocks whose digest is not
+// their body's SHA-256, whose body does not decode to a set of label ids
+// (without "*"), or which name an id without a label; it returns the ids of
+// the valid ones.
+func readBlockIDs(ctx context.Context, q querier, labelIDs map[int64]bool, rep *VerifyReport) (map[int64]bool, error) {
+	rs, err := q.query(ctx, "SELECT id, digest, body FROM influence_blocks")
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	ids := map[int64]bool{}
+	for rs.Next() {
+		var id int64
+		var digest, body []byte
+		if err := rs.Scan(&id, &digest, &body); err != nil {
+			return nil, err
+		}
+		where := fmt.Sprintf("influence block %d", id)
+		if sum := sha256.Sum256(body); !bytes.Equal(sum[:], digest) {
+			rep.add(where, "digest %x is not the SHA-256 of its body", digest)
+			continue
+		}
+		set, star, err := decodeInflSet(body)
+		if err == nil && (star || isBlockSet(body)) {
+			err = fmt.Errorf("%w: a block must be a set of label ids", errBadInflSet)
+		}
+		if err != nil {
+			rep.add(where, "body: %v", err)
+			continue
+		}
+		ok := true
+		for _, w := range set {
+			if !labelIDs[w] {
+				rep.add(where, "influencer id %d has no label in influencer_labels", w)
+				ok = false
+				break
+			}
+		}
+		ids[id] = ok
 	}
 	return ids, rs.Err()
 }

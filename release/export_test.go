@@ -2,6 +2,7 @@ package release
 
 import (
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/ledger"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/score"
 )
@@ -18,3 +19,12 @@ func InfluencerLabelsForTest(g *graph.Graph, p *protect.Set, k score.Kind, u int
 
 // InfluenceDictMadeForTest reports whether d has been made.
 func InfluenceDictMadeForTest(d *InfluenceDict) bool { return d.dict != nil }
+
+// RecordedInfluencersForTest is the influencer labels of the release
+// record of u (as handed to the ledger: blocks, node ids or labels,
+// expanded by ledger.Release.InfluencerLabels) and whether it uses blocks.
+func RecordedInfluencersForTest(g *graph.Graph, p *protect.Set, k score.Kind, u int32) ([]string, bool) {
+	var rel ledger.Release
+	newInfluence(g, p, k, NewInfluenceDict(g)).record(&rel, u)
+	return rel.InfluencerLabels(), rel.InflBlocks != nil
+}

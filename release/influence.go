@@ -36,6 +36,15 @@ type influence struct {
 	// dict names the graph's nodes to the ledger: a release records its
 	// influencers as node ids into it (ledger.Release.InflIdx).
 	dict *InfluenceDict
+	// blocks are the CN/AA/RA influence blocks of these marks: block z is
+	// {z} ∪ prot(z) (made on first use).
+	blocks *blockFamily
+}
+
+// blockFamily makes a Recommender's ledger.Blocks once.
+type blockFamily struct {
+	once sync.Once
+	b    *ledger.Blocks
 }
 
 // InfluenceDict is one graph's node labels as the ledger's influencer
@@ -73,7 +82,26 @@ func (d *InfluenceDict) get() *ledger.Dict {
 }
 
 func newInfluence(g *graph.Graph, p *protect.Set, k score.Kind, dict *InfluenceDict) influence {
-	return influence{g: g, p: p, kind: k, dict: dict}
+	return influence{g: g, p: p, kind: k, dict: dict, blocks: new(blockFamily)}
+}
+
+// blockSet returns the influence blocks of the marks: block z is z and its
+// protected partners (empty for a node without protected pairs).
+func (in influence) blockSet() *ledger.Blocks {
+	in.blocks.once.Do(func() {
+		p := in.p
+		var err error
+		in.blocks.b, err = ledger.NewBlocks(in.dict.get(), func(z int32) []int32 {
+			if p.Count(z) == 0 {
+				return nil
+			}
+			return append([]int32{z}, p.Of(z)...)
+		})
+		if err != nil {
+			panic(err) // unreachable: a dictionary and a members function
+		}
+	})
+	return in.blocks.b
 }
 
 // Everyone is the influencer entry meaning every protected party.
@@ -93,16 +121,50 @@ func (in influence) ids(u int32) (out []int32, all bool) {
 // record sets rel's influencers to u's: node ids into the graph's
 // dictionary (unsorted, possibly repeated: the ledger sorts them once mapped
 // to its ids), or ["*"].
+//
+// For CN, AA and RA the set is given as blocks (ledger.Blocks): the union
+// of the blocks {z} ∪ prot(z) of u's neighbours z with protected pairs,
+// minus the exclusions X = {z in N(u): prot(z) = {u}}, and u itself when it
+// is in some prot(z). That is exactly raw's set: raw adds z when prot(z)
+// has a member other than u, and every w != u of every prot(z); a z with
+// prot(z) = {u} is nobody's protected partner but u's, so no other block
+// brings it back, and u is never in raw's set (TestBlocksMatchRaw).
 func (in influence) record(rel *ledger.Release, u int32) {
-	var buf []int32
 	if in.kind == score.CN || in.kind == score.AA || in.kind == score.RA {
-		n := 0
-		for _, z := range in.g.Neighbors(u) {
-			n += 1 + in.p.Count(z)
+		p := in.p
+		nb, pu := in.g.Neighbors(u), p.Of(u) // both sorted
+		zs := make([]int32, 0, len(nb))
+		var excl []int32
+		uIn := false
+		j := 0
+		for _, z := range nb {
+			c := p.Count(z)
+			if c == 0 {
+				continue
+			}
+			zs = append(zs, z)
+			// u in prot(z) iff z in prot(u): a merge with prot(u)
+			// instead of a search of each (hub-sized) prot(z).
+			for j < len(pu) && pu[j] < z {
+				j++
+			}
+			if j < len(pu) && pu[j] == z {
+				uIn = true
+				if c == 1 {
+					excl = append(excl, z)
+				}
+			}
 		}
-		buf = make([]int32, 0, n) // exactly enough: one allocation
+		if uIn {
+			excl = append(excl, u)
+		}
+		if len(zs) == 0 || (uIn && len(excl) == len(zs)+1) {
+			return // every block is {z, u}, all excluded: no influencer
+		}
+		rel.InflBlocks, rel.InflIdx, rel.InflExcl = in.blockSet(), zs, excl
+		return
 	}
-	ids, all := in.raw(u, buf)
+	ids, all := in.raw(u, nil)
 	if all {
 		rel.Influencers = []string{Everyone}
 		return

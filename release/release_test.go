@@ -285,9 +285,17 @@ func TestZeroBlockUniform(t *testing.T) {
 }
 
 // Influence sets: toggling the protected pairs of a node outside u's set
-// never changes any of u's scores (brute force on small random graphs).
+// never changes any of u's scores (brute force on small random graphs), and
+// the set a release records (blocks minus exclusions for CN/AA/RA) is that
+// set exactly (TestBlocksMatchRaw is this test's second half).
 func TestInfluenceSets(t *testing.T) {
 	r := randx.Seeded(5)
+	blocked := false
+	defer func() {
+		if !t.Failed() && !blocked {
+			t.Error("no non-empty block-coded set was checked")
+		}
+	}()
 	for it := 0; it < 25; it++ {
 		n := 8 + r.IntN(5)
 		var edges, prot []graph.Edge
@@ -334,6 +342,20 @@ func TestInfluenceSets(t *testing.T) {
 				if !slices.Equal(labels, want) {
 					t.Fatalf("%v u=%d: labels %q, want %q", kind, u, labels, want)
 				}
+				// What a release hands the ledger (blocks minus
+				// exclusions for CN/AA/RA, node ids for JC) is the
+				// same set (TestBlocksMatchRaw).
+				rec, blocks := release.RecordedInfluencersForTest(g, p, kind, u)
+				if len(want) == 0 {
+					want = nil
+				}
+				if len(rec) == 0 {
+					rec = nil
+				}
+				if !slices.Equal(rec, want) {
+					t.Fatalf("%v u=%d: recorded %q (blocks %v), want %q", kind, u, rec, blocks, want)
+				}
+				blocked = blocked || blocks && len(want) > 0
 				err := p.Neighbours(g, u, 0, func(w int32, xs []int32, g2 *graph.Graph) error {
 					if set[w] {
 						return nil

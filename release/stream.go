@@ -158,9 +158,13 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 	const batch = 4096 // users per charging transaction
 	nw := max(1, runtime.GOMAXPROCS(0))
 	// Two stages: while window w is charged (one transaction, mostly on one
-	// core) and emitted, window w+1 is looked up and sampled on all cores.
-	// A user in both windows is still charged once for a sticky list: the
-	// charge's idempotency key finds the first release.
+	// core) and emitted, the next windows are looked up and sampled on all
+	// cores. Two windows are prepared ahead, so that a long transaction
+	// (the first ones of a new ledger record many labels and influence
+	// blocks) does not leave the cores idle. A user in two windows is
+	// still charged once for a sticky list: the charge's idempotency key
+	// finds the first release.
+	const ahead = 2
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type prepared struct {
@@ -175,28 +179,33 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 		}()
 		return ch
 	}
-	var next chan prepared
-	if len(users) > 0 {
-		next = start(0)
+	var queue []chan prepared // windows in flight, in order
+	next := 0                 // first user of the next window to start
+	fill := func() {
+		for len(queue) < ahead && next < len(users) {
+			queue = append(queue, start(next))
+			next += batch
+		}
 	}
 	defer func() {
-		if next != nil { // an error left a window in flight: wait for it
+		if len(queue) > 0 { // an error left windows in flight: wait for them
 			cancel()
-			<-next
+			for _, ch := range queue {
+				<-ch
+			}
 		}
 	}()
+	fill()
 	for lo := 0; lo < len(users); lo += batch {
-		p := <-next
-		next = nil
+		p := <-queue[0]
+		queue = queue[1:]
 		if p.err != nil {
 			return p.err
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if lo+batch < len(users) {
-			next = start(lo + batch)
-		}
+		fill()
 		res, err := r.commit(ctx, p.w, k)
 		if err != nil {
 			return err

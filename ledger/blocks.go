@@ -1,0 +1,454 @@
+package ledger
+
+// Influence sets as unions of blocks (schema version 10). On the graphs the
+// release path meets, a user's influence set is the union, over its
+// neighbours z, of z's protected pairs (plus z itself), so hundreds of
+// parties per list come from a dozen or two blocks that every neighbour of z
+// shares. A store at version 10 records each distinct block once, in
+// influence_blocks (id, digest, body): body is the block's set of label ids
+// (the format of influence.go, never "*"), digest its SHA-256, unique. A
+// release given as blocks stores the format 2 blob
+//
+//	0x80 0x00 0x02 uvarint(len(A)) A B
+//
+// where A is the set (influence.go's formats) of its block ids (non-empty)
+// and B the set of label ids to remove from their union (possibly empty):
+// the release's influencers are (union of the bodies of A) minus B. The
+// blob is a few dozen bytes instead of hundreds, and encoding it maps a
+// dozen block keys instead of hundreds of parties; readers (re-serves,
+// folds, Verify) expand it to the same set of labels the release names.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// blockSchema is the schema version that added influence_blocks.
+const blockSchema = 10
+
+func (v schemaLevel) hasBlocks() bool { return v == 0 || int(v) >= blockSchema }
+
+// blockMigration is migration 10.
+var blockMigration = []string{
+	`CREATE TABLE influence_blocks (
+		id {{ID}},
+		digest {{BLOB}} NOT NULL UNIQUE,
+		body {{BLOB}} NOT NULL
+	)`,
+}
+
+// inflFormatBlocks is the format byte of block-coded sets.
+const inflFormatBlocks = 2
+
+// Blocks is a family of influencer blocks over a dictionary: block z is
+// the set of labels of members(z). A release names its influencers as a
+// union of blocks minus some dictionary entries (Release.InflBlocks,
+// InflIdx, InflExcl), which a store at schema 10 records as block ids;
+// other stores record the expanded set. Like a Dict it is read-only once
+// made and safe for concurrent use; each store handle keeps the ids of the
+// blocks it has recorded or looked up with it.
+type Blocks struct {
+	dict    *Dict
+	members func(z int32) []int32
+
+	mu  sync.Mutex
+	ids map[*labelCache][]atomic.Int64 // per store handle: block id of z, 0 = not known yet
+}
+
+// NewBlocks returns the blocks members(z), z in [0, d.Len()), over d:
+// members returns indices into d (any order, repeats allowed; it is called
+// whenever a block is needed and must always return the same set for z,
+// and the caller must not modify what it returns). An empty block names
+// no one.
+func NewBlocks(d *Dict, members func(z int32) []int32) (*Blocks, error) {
+	if d == nil || members == nil {
+		return nil, invalid("blocks without a dictionary or a members function")
+	}
+	return &Blocks{dict: d, members: members}, nil
+}
+
+// Dict is the dictionary the blocks index.
+func (b *Blocks) Dict() *Dict { return b.dict }
+
+func (b *Blocks) idsFor(c *labelCache) []atomic.Int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ids == nil {
+		b.ids = map[*labelCache][]atomic.Int64{}
+	}
+	a, ok := b.ids[c]
+	if !ok {
+		a = make([]atomic.Int64, b.dict.n)
+		b.ids[c] = a
+	}
+	return a
+}
+
+// check validates a release's block keys and exclusions.
+func (b *Blocks) check(user string, zs, excl []int32) error {
+	for _, z := range zs {
+		if z < 0 || int(z) >= b.dict.n {
+			return invalid("release for %q: influencer block %d outside the dictionary of %d labels", user, z, b.dict.n)
+		}
+	}
+	if err := b.dict.check(user, excl); err != nil {
+		return err
+	}
+	if b.dict.bad != nil {
+		for _, z := range zs {
+			if err := b.dict.check(user, b.members(z)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// expand returns the dictionary indices of (union of the blocks zs) minus
+// excl, sorted and distinct.
+func (b *Blocks) expand(zs, excl []int32) []int32 {
+	var out []int32
+	for _, z := range zs {
+		out = append(out, b.members(z)...)
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(excl) == 0 {
+		return out
+	}
+	ex := slices.Clone(excl)
+	slices.Sort(ex)
+	return slices.DeleteFunc(out, func(i int32) bool { _, ok := slices.BinarySearch(ex, i); return ok })
+}
+
+// blockBody encodes block z's set of label ids, each found in d's array
+// for c, pend or c's cache; ok is false when one has no id in any.
+func blockBody(c *labelCache, b *Blocks, z int32, pend map[int32]int64, sc *idScratch) (body []byte, ok bool) {
+	ids, ok := dictIDs(c, b.dict, b.members(z), pend, sc)
+	if !ok {
+		return nil, false
+	}
+	return appendInflSet(nil, slices.Compact(ids), false, true), true
+}
+
+// dictIDs maps dictionary indices to label ids (d's array for c, then pend,
+// then c's cache, recording committed ones in the array) and sorts them
+// (repeats kept). ok is false when some index has no id in any. The result
+// lives in sc until its next use.
+func dictIDs(c *labelCache, d *Dict, idx []int32, pend map[int32]int64, sc *idScratch) (_ []int64, ok bool) {
+	arr := d.idsFor(c)
+	ids := slices.Grow(sc.ids[:0], len(idx))
+	locked := false
+	defer func() {
+		if locked {
+			c.mu.RUnlock()
+		}
+	}()
+	for _, i := range idx {
+		id := arr[i].Load()
+		if id == 0 && pend != nil {
+			id = max(pend[i], 0)
+		}
+		if id == 0 {
+			if !locked {
+				c.mu.RLock()
+				locked = true
+			}
+			var found bool
+			if id, found = c.lookup(d.label(i)); !found {
+				sc.ids = ids[:0]
+				return nil, false
+			}
+			arr[i].Store(id) // committed: safe to keep
+		}
+		ids = append(ids, id)
+	}
+	sc.ids = ids[:0]
+	return sortIDs(ids, &sc.tmp), true
+}
+
+// encodeBlocks encodes a block-coded release (format 2): its blocks' ids
+// from b's array for c or pendBlocks, its exclusions' label ids as
+// dictIDs finds them. It returns nil when an id is missing (chargeTx
+// assigns it).
+func encodeBlocks(c *labelCache, b *Blocks, zs, excl []int32, pendBlocks, pendLabels map[int32]int64, sc *idScratch) []byte {
+	arr := b.idsFor(c)
+	bids := make([]int64, 0, len(zs))
+	for _, z := range zs {
+		id := arr[z].Load()
+		if id == 0 && pendBlocks != nil {
+			id = max(pendBlocks[z], 0)
+		}
+		if id == 0 {
+			return nil
+		}
+		bids = append(bids, id)
+	}
+	slices.Sort(bids)
+	bids = slices.Compact(bids)
+	ex, ok := dictIDs(c, b.dict, excl, pendLabels, sc)
+	if !ok {
+		return nil
+	}
+	ex = slices.Compact(ex)
+	a := appendInflSet(nil, bids, false, true)
+	out := append([]byte{0x80, 0x00, inflFormatBlocks}, binary.AppendUvarint(nil, uint64(len(a)))...)
+	out = append(out, a...)
+	return appendInflSet(out, ex, false, true)
+}
+
+// isBlockSet reports whether an encoded set is block coded (format 2).
+func isBlockSet(blob []byte) bool {
+	return len(blob) >= 3 && blob[0] == 0x80 && blob[1] == 0x00 && blob[2] == inflFormatBlocks
+}
+
+// decodeBlockSet decodes a format 2 blob into its block ids (non-empty)
+// and excluded label ids. Both parts must be canonical sets without "*".
+func decodeBlockSet(b []byte) (blocks, excl []int64, err error) {
+	if !isBlockSet(b) {
+		return nil, nil, fmt.Errorf("%w: not a block-coded set", errBadInflSet)
+	}
+	n, k := uvarint(b[3:])
+	if k <= 0 || n == 0 || uint64(len(b)-3-k) < n {
+		return nil, nil, fmt.Errorf("%w: block-coded set with a bad length", errBadInflSet)
+	}
+	a, rest := b[3+k:3+k+int(n)], b[3+k+int(n):]
+	var star bool
+	if blocks, star, err = decodeInflSet(a); err != nil {
+		return nil, nil, err
+	}
+	if star || len(blocks) == 0 || isBlockSet(a) {
+		return nil, nil, fmt.Errorf("%w: block-coded set without blocks", errBadInflSet)
+	}
+	if isBlockSet(rest) {
+		return nil, nil, fmt.Errorf("%w: block-coded exclusions", errBadInflSet)
+	}
+	if excl, star, err = decodeInflSet(rest); err != nil {
+		return nil, nil, err
+	}
+	if star {
+		return nil, nil, fmt.Errorf("%w: \"*\" among a block-coded set's exclusions", errBadInflSet)
+	}
+	return blocks, excl, nil
+}
+
+// blockCache maps block ids to their decoded bodies (label ids, sorted).
+// The zero value is ready to use. Bodies never change once recorded.
+type blockCache struct {
+	mu     sync.RWMutex
+	bodies map[int64][]int64
+}
+
+// loadBlocks makes sure the bodies of ids are in bc, reading the missing
+// ones (one SELECT per chunk). A missing block or a malformed body is an
+// error.
+func loadBlocks(ctx context.Context, q querier, bc *blockCache, ids []int64) error {
+	bc.mu.RLock()
+	var missing []int64
+	for _, id := range ids {
+		if _, ok := bc.bodies[id]; !ok {
+			missing = append(missing, id)
+		}
+	}
+	bc.mu.RUnlock()
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	missing = slices.Compact(missing)
+	got := map[int64][]int64{}
+	for lo := 0; lo < len(missing); lo += labelChunk {
+		part := missing[lo:min(lo+labelChunk, len(missing))]
+		args := make([]any, len(part))
+		for i, id := range part {
+			args[i] = id
+		}
+		rs, err := q.query(ctx, "SELECT id, body FROM influence_blocks WHERE id IN (?"+strings.Repeat(", ?", len(part)-1)+")", args...)
+		if err != nil {
+			return err
+		}
+		for rs.Next() {
+			var id int64
+			var body []byte
+			if err := rs.Scan(&id, &body); err != nil {
+				rs.Close()
+				return err
+			}
+			set, star, err := decodeInflSet(body)
+			if err == nil && (star || isBlockSet(body)) {
+				err = fmt.Errorf("%w: a block holds \"*\" or blocks", errBadInflSet)
+			}
+			if err != nil {
+				rs.Close()
+				return fmt.Errorf("ledger: influence block %d: %w", id, err)
+			}
+			got[id] = set
+		}
+		rs.Close()
+		if err := rs.Err(); err != nil {
+			return err
+		}
+	}
+	for _, id := range missing {
+		if _, ok := got[id]; !ok {
+			return fmt.Errorf("ledger: stored influence block %d does not exist", id)
+		}
+	}
+	bc.mu.Lock()
+	if bc.bodies == nil {
+		bc.bodies = map[int64][]int64{}
+	}
+	for id, set := range got {
+		bc.bodies[id] = set
+	}
+	bc.mu.Unlock()
+	return nil
+}
+
+// expandBlockSet returns the label ids of a block-coded set (bodies in bc):
+// the union of the blocks' bodies minus excl, sorted and distinct.
+func expandBlockSet(bc *blockCache, blocks, excl []int64) []int64 {
+	var out []int64
+	bc.mu.RLock()
+	for _, id := range blocks {
+		out = append(out, bc.bodies[id]...)
+	}
+	bc.mu.RUnlock()
+	var tmp []int64
+	out = slices.Compact(sortIDs(out, &tmp))
+	if len(excl) == 0 {
+		return out
+	}
+	return slices.DeleteFunc(out, func(id int64) bool { _, ok := slices.BinarySearch(excl, id); return ok })
+}
+
+// pendingBlocks holds, during one charge transaction, the ids of blocks
+// the transaction recorded or looked up (committed to the Blocks' arrays
+// after the commit, as dictPending's labels).
+type pendingBlocks map[*Blocks]map[int32]int64
+
+// registerBlocks gives every block of the fresh block-coded items an id
+// known to this transaction: blocks already recorded (same digest) keep
+// theirs, the others are inserted. The labels of their members must have
+// ids already (labelIDs and dictPending.resolve ran).
+func registerBlocks(ctx context.Context, q querier, c *labelCache, items []Release, fresh []int, enc []encoded, pend dictPending, pb pendingBlocks) error {
+	type want struct {
+		b    *Blocks
+		z    int32
+		body []byte
+		sum  [sha256.Size]byte
+	}
+	var wants []want
+	byDigest := map[[sha256.Size]byte]int64{}
+	var sc idScratch
+	for _, i := range fresh {
+		it := &items[i]
+		if enc[i].set != nil || it.InflBlocks == nil {
+			continue
+		}
+		b := it.InflBlocks
+		arr := b.idsFor(c)
+		if pb[b] == nil {
+			pb[b] = map[int32]int64{}
+		}
+		for _, z := range it.InflIdx {
+			if arr[z].Load() != 0 || pb[b][z] != 0 {
+				continue
+			}
+			body, ok := blockBody(c, b, z, pend.idsOf(b.dict), &sc)
+			if !ok {
+				return fmt.Errorf("ledger: a member of influence block %d of user %q has no label id", z, it.User)
+			}
+			pb[b][z] = -1
+			wants = append(wants, want{b, z, body, sha256.Sum256(body)})
+		}
+	}
+	if len(wants) == 0 {
+		return nil
+	}
+	// Insert in digest order (one lock order for concurrent PostgreSQL
+	// transactions), each digest once.
+	slices.SortFunc(wants, func(x, y want) int { return bytes.Compare(x.sum[:], y.sum[:]) })
+	var uniq []want
+	for i, w := range wants {
+		if i == 0 || w.sum != wants[i-1].sum {
+			uniq = append(uniq, w)
+		}
+	}
+	const per = labelChunk / 2
+	for lo := 0; lo < len(uniq); lo += per {
+		part := uniq[lo:min(lo+per, len(uniq))]
+		args := make([]any, 0, 2*len(part))
+		for _, w := range part {
+			args = append(args, w.sum[:], w.body)
+		}
+		rs, err := q.query(ctx, "INSERT INTO influence_blocks (digest, body) VALUES (?, ?)"+strings.Repeat(", (?, ?)", len(part)-1)+
+			" ON CONFLICT (digest) DO NOTHING RETURNING id, digest", args...)
+		if err != nil {
+			return err
+		}
+		if err := scanDigests(rs, byDigest); err != nil {
+			return err
+		}
+	}
+	var others []any
+	for _, w := range uniq {
+		if _, ok := byDigest[w.sum]; !ok {
+			others = append(others, w.sum[:])
+		}
+	}
+	for lo := 0; lo < len(others); lo += labelChunk {
+		part := others[lo:min(lo+labelChunk, len(others))]
+		rs, err := q.query(ctx, "SELECT id, digest FROM influence_blocks WHERE digest IN (?"+strings.Repeat(", ?", len(part)-1)+")", part...)
+		if err != nil {
+			return err
+		}
+		if err := scanDigests(rs, byDigest); err != nil {
+			return err
+		}
+	}
+	for _, w := range wants {
+		id, ok := byDigest[w.sum]
+		if !ok {
+			return fmt.Errorf("ledger: influence block %x has no id after inserting it", w.sum[:8])
+		}
+		pb[w.b][w.z] = id
+	}
+	return nil
+}
+
+func scanDigests(rs rows, into map[[sha256.Size]byte]int64) error {
+	defer rs.Close()
+	for rs.Next() {
+		var id int64
+		var d []byte
+		if err := rs.Scan(&id, &d); err != nil {
+			return err
+		}
+		if len(d) != sha256.Size {
+			return fmt.Errorf("ledger: influence block %d has a digest of %d bytes", id, len(d))
+		}
+		into[[sha256.Size]byte(d)] = id
+	}
+	return rs.Err()
+}
+
+// commit copies the block ids of pb, committed now, into the Blocks'
+// arrays for c.
+func (pb pendingBlocks) commit(c *labelCache) {
+	for b, m := range pb {
+		arr := b.idsFor(c)
+		for z, id := range m {
+			if id > 0 && arr[z].Load() == 0 {
+				arr[z].Store(id)
+			}
+		}
+	}
+}
