@@ -2,6 +2,8 @@ package graph
 
 import (
 	"errors"
+	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -171,4 +173,221 @@ func TestFromCSRFirstBadNode(t *testing.T) {
 			t.Fatalf("error %v, want node 30001", err)
 		}
 	}
+}
+
+// TestCheckListsProperty checks checkLists against a direct reading of the
+// rules on random lists, valid or not (out of range, repeated, unsorted,
+// self-loops): the first node whose list breaks a rule, else the sum of the
+// pair hashes listed upwards minus those listed downwards.
+func TestCheckListsProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 12).Draw(t, "n")
+		off := make([]int64, n+1)
+		var adj []int32
+		broken := rapid.IntRange(0, 3).Draw(t, "broken") == 0
+		for u := 0; u < n; u++ {
+			if broken {
+				for k := rapid.IntRange(0, 4).Draw(t, "k"); k > 0; k-- {
+					adj = append(adj, int32(rapid.IntRange(-2, n+1).Draw(t, "v")))
+				}
+			} else {
+				for v := 0; v < n; v++ {
+					if v != u && rapid.IntRange(0, 2).Draw(t, "e") == 0 {
+						adj = append(adj, int32(v))
+					}
+				}
+			}
+			off[u+1] = int64(len(adj))
+		}
+		key := rapid.Uint64().Draw(t, "key") | 1
+		lo := rapid.IntRange(0, n).Draw(t, "lo")
+		hi := rapid.IntRange(lo, n).Draw(t, "hi")
+		wantBad, wantSum := hi, uint64(0)
+		for u := lo; u < hi && wantBad == hi; u++ {
+			nb := adj[off[u]:off[u+1]]
+			for i, v := range nb {
+				if v < 0 || int(v) >= n || int(v) == u || i > 0 && v <= nb[i-1] {
+					wantBad = u
+					break
+				}
+				if int(v) > u {
+					wantSum += pairHash(uint64(u)<<32|uint64(v), key)
+				} else {
+					wantSum -= pairHash(uint64(v)<<32|uint64(u), key)
+				}
+			}
+		}
+		if wantBad < hi {
+			wantSum = 0
+		}
+		if sum, bad := checkLists(off, adj, lo, hi, key); bad != wantBad || sum != wantSum {
+			t.Fatalf("checkLists(%v, %v, %d, %d) = %#x, %d; want %#x, %d", off, adj, lo, hi, sum, bad, wantSum, wantBad)
+		}
+	})
+}
+
+// parallelograms are four pair codes x, x^a^b, x^a, x^b for disjoint sets
+// of bits a and b, the first two listed upwards and the last two downwards
+// (or the reverse) by a crafted asymmetric file: x + x^a^b = x^a + x^b as
+// integers, also after the xor with any key, a difference that a hash
+// linear in the code after a keyed xor cannot see.
+var parallelograms = [][4]uint64{
+	{5<<32 | 100, 5<<32 | 103, 5<<32 | 101, 5<<32 | 102},                         // N(5) ∋ 100, 103; N(101), N(102) ∋ 5
+	{5<<32 | 100, 6<<32 | 101, 5<<32 | 101, 6<<32 | 100},                         // u and v both one apart
+	{5<<32 | 100, 5<<32 | 100 | 3<<29, 5<<32 | 100 | 1<<29, 5<<32 | 100 | 2<<29}, // high bits of v
+	{5<<32 | 100, (5|3<<29)<<32 | 100, (5|1<<29)<<32 | 100, (5|2<<29)<<32 | 100}, // high bits of u
+	{0<<32 | 1, 2<<32 | 3, 0<<32 | 3, 2<<32 | 1},
+}
+
+// TestPairHashStructuredDifferences: over many keys, the signed sum of
+// pairHash over a parallelogram never vanishes and is rarely small (below
+// 2^32 in absolute value: for one key in 2^12 at worst, see the comment on
+// the symmetry check), while that of the folded 64x64->128 multiply, which
+// the comment explains is not used, vanishes for some of these keys and is
+// small far more often.
+func TestPairHashStructuredDifferences(t *testing.T) {
+	const keys = 1 << 16
+	fold := func(x, k1, k2 uint64) uint64 {
+		hi, lo := bits.Mul64(x^k1, k2)
+		return hi ^ lo
+	}
+	small := func(d uint64) bool { return int64(d) > -1<<32 && int64(d) < 1<<32 }
+	var zeros, smalls, foldZeros, foldSmalls int
+	for i, p := range parallelograms {
+		r := rand.New(rand.NewPCG(uint64(i), 99))
+		for k := 0; k < keys; k++ {
+			key := r.Uint64() | 1
+			d := pairHash(p[0], key) + pairHash(p[1], key) - pairHash(p[2], key) - pairHash(p[3], key)
+			if d == 0 {
+				zeros++
+			} else if small(d) {
+				smalls++
+			}
+			k2 := r.Uint64() | 1
+			if d := fold(p[0], key, k2) + fold(p[1], key, k2) - fold(p[2], key, k2) - fold(p[3], key, k2); d == 0 {
+				foldZeros++
+			} else if small(d) {
+				foldSmalls++
+			}
+		}
+	}
+	total := keys * len(parallelograms)
+	t.Logf("of %d sums: pairHash %d zero, %d small; folded multiply %d zero, %d small", total, zeros, smalls, foldZeros, foldSmalls)
+	if zeros > 0 || smalls > total/2000 {
+		t.Fatalf("pairHash: %d sums zero and %d small, of %d", zeros, smalls, total)
+	}
+	if foldZeros == 0 || foldSmalls < total/500 {
+		t.Fatalf("folded multiply: %d sums zero and %d small, of %d (its comment says they are often)", foldZeros, foldSmalls, total)
+	}
+}
+
+// TestFromCSRRejectsCraftedAsymmetry: asymmetric adjacencies built so that
+// their asymmetric entries form parallelograms (above), or swap one entry
+// for another, are rejected on every call (each draws its own key), on the
+// sequential and on the parallel path (a long path graph around them).
+func TestFromCSRRejectsCraftedAsymmetry(t *testing.T) {
+	build := func(n int, pairs [][2]int32, up, down [][2]int32) ([]int64, []int32) {
+		lists := make([][]int32, n)
+		for _, p := range pairs {
+			lists[p[0]] = append(lists[p[0]], p[1])
+			lists[p[1]] = append(lists[p[1]], p[0])
+		}
+		for _, p := range up { // listed by the smaller node only
+			lists[p[0]] = append(lists[p[0]], p[1])
+		}
+		for _, p := range down { // listed by the larger node only
+			lists[p[1]] = append(lists[p[1]], p[0])
+		}
+		off := make([]int64, n+1)
+		var adj []int32
+		for u, l := range lists {
+			slices.Sort(l)
+			adj = append(adj, slices.Compact(l)...)
+			off[u+1] = int64(len(adj))
+		}
+		return off, adj
+	}
+	cases := []struct{ up, down [][2]int32 }{
+		{[][2]int32{{5, 100}, {5, 103}}, [][2]int32{{5, 101}, {5, 102}}},
+		{[][2]int32{{5, 100}, {6, 101}}, [][2]int32{{5, 101}, {6, 100}}},
+		{[][2]int32{{0, 1}, {2, 3}}, [][2]int32{{0, 3}, {2, 1}}},
+		{[][2]int32{{7, 9}}, [][2]int32{{7, 8}}},
+		{[][2]int32{{7, 9}}, nil},
+		{nil, [][2]int32{{7, 9}}},
+	}
+	for _, n := range []int{200, 70000} {
+		var path [][2]int32
+		for i := 150; i+1 < n; i++ {
+			path = append(path, [2]int32{int32(i), int32(i + 1)})
+		}
+		for ci, c := range cases {
+			off, adj := build(n, path, c.up, c.down)
+			for trial := 0; trial < 50; trial++ {
+				if _, err := FromCSR(off, adj, nil); err == nil || !strings.Contains(err.Error(), "not symmetric") {
+					t.Fatalf("n=%d case %d: %v", n, ci, err)
+				}
+			}
+		}
+		// The same pairs listed both ways are accepted.
+		off, adj := build(n, append(path, [2]int32{5, 100}, [2]int32{0, 1}), nil, nil)
+		if _, err := FromCSR(off, adj, nil); err != nil {
+			t.Fatalf("n=%d symmetric: %v", n, err)
+		}
+	}
+}
+
+// FuzzFromCSR: FromCSR accepts exactly the valid CSRs (checked directly),
+// and names the first node whose list breaks a rule.
+func FuzzFromCSR(f *testing.F) {
+	f.Add([]byte{3, 1, 1, 1, 1, 2, 0})
+	f.Add([]byte{4, 2, 1, 1, 0, 1, 2, 3, 0, 0})
+	f.Add([]byte{2, 1, 1, 1, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		n := int(b[0]%16) + 1
+		b = b[1:]
+		off := make([]int64, n+1)
+		var adj []int32
+		for u := 0; u < n && len(b) > 0; u++ {
+			deg := int(b[0] % 6)
+			b = b[1:]
+			for ; deg > 0 && len(b) > 0; deg-- {
+				adj = append(adj, int32(int8(b[0]))%int32(n+3))
+				b = b[1:]
+			}
+			off[u+1] = int64(len(adj))
+		}
+		for u := 1; u <= n; u++ {
+			off[u] = max(off[u], off[u-1])
+		}
+		firstBad, has := n, map[[2]int32]bool{}
+		for u := n - 1; u >= 0; u-- {
+			nb := adj[off[u]:off[u+1]]
+			for i, v := range nb {
+				if v < 0 || int(v) >= n || int(v) == u || i > 0 && v <= nb[i-1] {
+					firstBad = u
+				}
+				has[[2]int32{int32(u), v}] = true
+			}
+		}
+		sym := true
+		for p := range has {
+			sym = sym && has[[2]int32{p[1], p[0]}]
+		}
+		_, err := FromCSR(off, adj, nil)
+		switch {
+		case firstBad < n:
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("node %d is not strictly increasing", firstBad)) {
+				t.Fatalf("first bad list %d: %v (off %v adj %v)", firstBad, err, off, adj)
+			}
+		case !sym:
+			if err == nil || !strings.Contains(err.Error(), "not symmetric") {
+				t.Fatalf("asymmetric: %v (off %v adj %v)", err, off, adj)
+			}
+		case err != nil:
+			t.Fatalf("valid CSR rejected: %v (off %v adj %v)", err, off, adj)
+		}
+	})
 }

@@ -3,6 +3,8 @@ package snapshot
 import (
 	"os"
 	"testing"
+
+	"github.com/dplp/dplp/graph"
 )
 
 // BenchmarkLoad loads the snapshot named by DPLP_BENCH_SNAPSHOT (skipped when
@@ -20,6 +22,44 @@ func BenchmarkLoad(b *testing.B) {
 	for b.Loop() {
 		if _, err := Load(path); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFromCSR times graph.FromCSR's checks (the list checks and the
+// symmetry check) on the arrays of the snapshot named by DPLP_BENCH_SNAPSHOT.
+func BenchmarkFromCSR(b *testing.B) {
+	path := os.Getenv("DPLP_BENCH_SNAPSHOT")
+	if path == "" {
+		b.Skip("set DPLP_BENCH_SNAPSHOT to a snapshot file")
+	}
+	s, err := Load(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(s.Graph.Adj)) * 4)
+	for b.Loop() {
+		if _, err := graph.FromCSR(s.Graph.Off, s.Graph.Adj, s.Graph.Labels()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadFile times reading the snapshot named by DPLP_BENCH_SNAPSHOT
+// with its payload checksum (readFile), without the checks.
+func BenchmarkReadFile(b *testing.B) {
+	path := os.Getenv("DPLP_BENCH_SNAPSHOT")
+	if path == "" {
+		b.Skip("set DPLP_BENCH_SNAPSHOT to a snapshot file")
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(st.Size())
+	for b.Loop() {
+		if _, _, ok, err := readFile(path); err != nil || !ok {
+			b.Fatal(ok, err)
 		}
 	}
 }

@@ -256,19 +256,31 @@ func int32Bytes(s []int32) []byte {
 	return b
 }
 
-// Load reads and verifies the snapshot at path.
+// Load reads and verifies the snapshot at path. It is Decode of the file's
+// content, read with the payload's checksum computed as it is read
+// (readFile).
 func Load(path string) (*Snapshot, error) {
-	data, err := os.ReadFile(path)
+	data, crc, crcOK, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Decode(data, path)
+	if !crcOK {
+		return Decode(data, path)
+	}
+	return decode(data, path, &crc)
 }
 
 // Decode verifies and decodes a snapshot held in data; name is used in
 // error messages. On little-endian machines the result aliases data, which
 // must not be modified afterwards.
 func Decode(data []byte, name string) (*Snapshot, error) {
+	return decode(data, name, nil)
+}
+
+// decode is Decode; payloadCRC, when not nil, is the CRC-32C of
+// data[headerSize:] (computed while the file was read), and otherwise it is
+// computed here, beside the checks.
+func decode(data []byte, name string, payloadCRC *uint32) (*Snapshot, error) {
 	if len(data) < len(Magic) || string(data[:len(Magic)]) != Magic {
 		if len(data) > 0 && len(data) < len(Magic) && string(data) == Magic[:len(data)] {
 			return nil, fmt.Errorf("%s: truncated snapshot (%d bytes; the header has %d)", name, len(data), headerSize)
@@ -317,13 +329,20 @@ func Decode(data []byte, name string) (*Snapshot, error) {
 		return nil, fmt.Errorf("%s: corrupted snapshot: %d bytes after the end of the data", name, have-h.payloadLen)
 	}
 	payload := data[headerSize:]
-	// The payload checksum runs beside the decoding and the graph's checks
-	// (which read only this buffer and reject any malformed content, so
-	// they are safe on data that then fails the checksum); no result and no
-	// other error is returned before it has matched: a mismatch is always
-	// reported as such.
+	// The payload checksum, unless it was computed as the file was read,
+	// runs beside the decoding and the graph's checks (which read only this
+	// buffer and reject any malformed content, so they are safe on data
+	// that then fails the checksum); no result and no other error is
+	// returned before it has matched: a mismatch is always reported as such.
 	crcMatch := make(chan bool, 1)
-	go func(p []byte) { crcMatch <- crc32.Checksum(p, castagnoli) == h.payloadCRC }(payload)
+	switch {
+	case payloadCRC == nil:
+		go func(p []byte) { crcMatch <- crc32.Checksum(p, castagnoli) == h.payloadCRC }(payload)
+	case *payloadCRC != h.payloadCRC:
+		return nil, fmt.Errorf("%s: corrupted snapshot: payload checksum mismatch", name)
+	default:
+		crcMatch <- true
+	}
 	crcKnown, crcOK := false, false
 	checksum := func() bool {
 		if !crcKnown {
