@@ -244,6 +244,12 @@ func decodeBlockSet(b []byte) (blocks, excl []int64, err error) {
 type blockCache struct {
 	mu     sync.RWMutex
 	bodies map[int64][]int64
+	// byDigest maps the digests of the committed blocks to their ids, from
+	// preloadIDs, and then also those the handle records or looks up;
+	// kept only when the preload found blocks (a ledger that already
+	// holds them, where most blocks a release meets are known): in the
+	// first release into a new ledger it would only cost memory.
+	byDigest map[[sha256.Size]byte]int64
 }
 
 // loadBlocks makes sure the bodies of ids are in bc, reading the missing
@@ -338,7 +344,7 @@ type pendingBlocks map[*Blocks]map[int32]int64
 // known to this transaction: blocks already recorded (same digest) keep
 // theirs, the others are inserted. The labels of their members must have
 // ids already (labelIDs and dictPending.resolve ran).
-func registerBlocks(ctx context.Context, q querier, c *labelCache, items []Release, fresh []int, enc []encoded, pend dictPending, pb pendingBlocks) error {
+func registerBlocks(ctx context.Context, q querier, c *labelCache, items []Release, fresh []int, enc []encoded, pend dictPending, pb pendingBlocks, digests map[[sha256.Size]byte]int64) error {
 	type want struct {
 		b    *Blocks
 		z    int32
@@ -366,8 +372,16 @@ func registerBlocks(ctx context.Context, q querier, c *labelCache, items []Relea
 			if !ok {
 				return fmt.Errorf("ledger: a member of influence block %d of user %q has no label id", z, it.User)
 			}
+			sum := sha256.Sum256(body)
+			c.blocks.mu.RLock()
+			id, ok := c.blocks.byDigest[sum]
+			c.blocks.mu.RUnlock()
+			if ok { // recorded already: no statement
+				pb[b][z] = id
+				continue
+			}
 			pb[b][z] = -1
-			wants = append(wants, want{b, z, body, sha256.Sum256(body)})
+			wants = append(wants, want{b, z, body, sum})
 		}
 	}
 	if len(wants) == 0 {
@@ -420,6 +434,7 @@ func registerBlocks(ctx context.Context, q querier, c *labelCache, items []Relea
 			return fmt.Errorf("ledger: influence block %x has no id after inserting it", w.sum[:8])
 		}
 		pb[w.b][w.z] = id
+		digests[w.sum] = id
 	}
 	return nil
 }
@@ -438,6 +453,72 @@ func scanDigests(rs rows, into map[[sha256.Size]byte]int64) error {
 		into[[sha256.Size]byte(d)] = id
 	}
 	return rs.Err()
+}
+
+// commitDigests records the digests of blocks recorded or looked up by a
+// transaction, committed now.
+func (bc *blockCache) commitDigests(digests map[[sha256.Size]byte]int64) {
+	if len(digests) == 0 {
+		return
+	}
+	bc.mu.Lock()
+	defer bc.mu.Unlock()
+	if bc.byDigest == nil {
+		return // not kept (see byDigest)
+	}
+	for d, id := range digests {
+		bc.byDigest[d] = id
+	}
+}
+
+// preloadMin is the dictionary size from which a store handle, the first
+// time a release names influencers through a dictionary, reads every label
+// id and block digest of the store into its caches (preloadIDs) instead of
+// looking them up chunk by chunk as releases meet them: a batch release
+// over a large graph meets most of them, and a release into a ledger that
+// already knows them (the next day's lists) then records no label and no
+// block with a statement. A variable for tests.
+var preloadMin = 1 << 16
+
+// preloadIDs reads every (id, label) of influencer_labels and (id, digest)
+// of influence_blocks (schema 10) into c.
+func preloadIDs(ctx context.Context, q querier, c *labelCache, blocks bool) error {
+	labels := map[string]int64{}
+	rs, err := q.query(ctx, "SELECT id, label FROM influencer_labels")
+	if err != nil {
+		return err
+	}
+	for rs.Next() {
+		var id int64
+		var w string
+		if err := rs.Scan(&id, &w); err != nil {
+			rs.Close()
+			return err
+		}
+		labels[w] = id
+	}
+	rs.Close()
+	if err := rs.Err(); err != nil {
+		return err
+	}
+	c.learn(labels)
+	if !blocks {
+		return nil
+	}
+	digests := map[[sha256.Size]byte]int64{}
+	rs, err = q.query(ctx, "SELECT id, digest FROM influence_blocks")
+	if err != nil {
+		return err
+	}
+	if err := scanDigests(rs, digests); err != nil {
+		return err
+	}
+	if len(digests) > 0 {
+		c.blocks.mu.Lock()
+		c.blocks.byDigest = digests
+		c.blocks.mu.Unlock()
+	}
+	return nil
 }
 
 // commit copies the block ids of pb, committed now, into the Blocks'

@@ -6,6 +6,7 @@ package ledger
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"sort"
 	"strconv"
@@ -48,6 +49,9 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 	items := make([]Release, len(rs))
 	bad := make([]error, len(rs))
 	enc := make([]encoded, len(rs))
+	if err := s.preload(ctx, rs); err != nil {
+		return nil, err
+	}
 	// Validate and encode outside the transaction, on all cores: with
 	// exposure tracking a release carries hundreds of influencer labels,
 	// and checking and encoding them one transaction at a time was most of
@@ -111,12 +115,14 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 	learned := map[string]int64{} // label ids read or assigned by the transaction
 	pend := dictPending{}         // the same, by dictionary index
 	pb := pendingBlocks{}         // block ids recorded or read by the transaction
+	digests := map[[sha256.Size]byte]int64{}
 	err = s.b.write(ctx, func(q querier) error {
 		var err error
 		clear(learned)
 		clear(pend)
 		clear(pb)
-		results, err = chargeTx(ctx, s.b, q, &s.labels, learned, pend, pb, items, enc, bad, sorted, cap, s.schema) // fn may be retried: start afresh
+		clear(digests)
+		results, err = chargeTx(ctx, s.b, q, &s.labels, learned, pend, pb, digests, items, enc, bad, sorted, cap, s.schema) // fn may be retried: start afresh
 		return err
 	})
 	if err != nil {
@@ -125,6 +131,7 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 	s.labels.learn(learned) // committed now
 	pend.commit(&s.labels)
 	pb.commit(&s.labels)
+	s.labels.blocks.commitDigests(digests)
 	return results, nil
 }
 
@@ -145,7 +152,7 @@ type idemRef struct {
 // charge the items in order, then insert the accepted releases (with IDs
 // reserved by the backend, in multi-row statements) and write the changed
 // spend rows back.
-func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned map[string]int64, pend dictPending, pb pendingBlocks, items []Release, enc []encoded, bad []error, users []string, cap Cap, v schemaLevel) ([]ChargeResult, error) {
+func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned map[string]int64, pend dictPending, pb pendingBlocks, digests map[[sha256.Size]byte]int64, items []Release, enc []encoded, bad []error, users []string, cap Cap, v schemaLevel) ([]ChargeResult, error) {
 	results := make([]ChargeResult, len(items))
 	for i := range items {
 		items[i].ID = 0 // a retried transaction starts afresh: no ID is reserved yet
@@ -262,7 +269,7 @@ func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned
 		if err := pend.resolve(learned); err != nil {
 			return nil, err
 		}
-		if err := registerBlocks(ctx, q, lc, items, fresh, enc, pend, pb); err != nil {
+		if err := registerBlocks(ctx, q, lc, items, fresh, enc, pend, pb, digests); err != nil {
 			return nil, err
 		}
 		sets = make([][]byte, len(fresh))
@@ -544,5 +551,39 @@ func execRows(ctx context.Context, q querier, n, width int, head, tail string, r
 			return err
 		}
 	}
+	return nil
+}
+
+// preload reads every label id and block digest into the handle's caches
+// (preloadIDs) the first time a batch names its influencers through a
+// dictionary of at least preloadMin labels; once per handle (a failed
+// read is retried by the next batch).
+func (s *sqlStore) preload(ctx context.Context, rs []Release) error {
+	if !s.schema.hasLabels() || s.preloaded.Load() {
+		return nil
+	}
+	big := false
+	for i := range rs {
+		d := rs[i].InflDict
+		if rs[i].InflBlocks != nil {
+			d = rs[i].InflBlocks.dict
+		}
+		if d != nil && d.n >= preloadMin {
+			big = true
+			break
+		}
+	}
+	if !big {
+		return nil
+	}
+	s.preloadMu.Lock()
+	defer s.preloadMu.Unlock()
+	if s.preloaded.Load() {
+		return nil
+	}
+	if err := s.b.read(ctx, func(q querier) error { return preloadIDs(ctx, q, &s.labels, s.schema.hasBlocks()) }); err != nil {
+		return fmt.Errorf("ledger: reading the influencer label and block ids: %w", err)
+	}
+	s.preloaded.Store(true)
 	return nil
 }

@@ -33,7 +33,8 @@ func TestSortIDs(t *testing.T) {
 // the store, known to the handle's caches, or known only to the database
 // (a second handle), and in batches that mix every form. Stores at schemas
 // 7 (JSON arrays), 8 (uvarint deltas) and 9 take both forms too (expanded);
-// from schema 10 block forms are stored block-coded, and Verify passes.
+// from schema 10 block forms are stored block-coded, and Verify passes;
+// also when the handles preload every label and block id.
 func TestDictMatchesLabels(t *testing.T) {
 	ctx := context.Background()
 	labels := []string{"10", "9", "a", "b\u00e9", "200", "3", "x y", "0"}
@@ -51,9 +52,16 @@ func TestDictMatchesLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer func(m int) { preloadMin = m }(preloadMin)
 	eachStore(t, func(t *testing.T, fx fixture) {
-		for _, schema := range []int{partySchema, labelSchema, efSchema, LatestSchema} {
-			t.Run("schema"+strconv.Itoa(schema), func(t *testing.T) {
+		for _, schema := range []int{partySchema, labelSchema, efSchema, LatestSchema, -LatestSchema} {
+			// -LatestSchema: handles preload every label and block id
+			// first (preloadMin reached).
+			preloadMin = 1 << 16
+			if schema < 0 {
+				schema, preloadMin = -schema, 1
+			}
+			t.Run("schema"+strconv.Itoa(schema)+"-preload"+strconv.Itoa(preloadMin), func(t *testing.T) {
 				dsn := fx.dsn(t)
 				a := openAtT(t, dsn, schema)
 				b := openAtT(t, dsn, schema) // second handle: empty caches

@@ -590,11 +590,13 @@ func encodeInfl(c *labelCache, infl []string, learned map[string]int64, ef bool,
 // error.
 func resolveIDs(ctx context.Context, q querier, c *labelCache, ids []int64) error {
 	var missing []int64
+	c.mu.RLock() // once, not per occurrence: a fold page holds millions
 	for _, id := range ids {
-		if _, ok := c.label(id); !ok {
+		if _, ok := c.byID[id]; !ok {
 			missing = append(missing, id)
 		}
 	}
+	c.mu.RUnlock()
 	slices.Sort(missing)
 	missing = slices.Compact(missing)
 	found := map[string]int64{}

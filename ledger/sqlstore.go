@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dplp/dplp/privunit"
@@ -72,6 +74,10 @@ type sqlStore struct {
 	schema schemaLevel
 	// labels caches the committed influencer label ids (schema 8).
 	labels labelCache
+	// preloaded: the label ids and block digests have been read into
+	// labels (sqlStore.preload), under preloadMu.
+	preloaded atomic.Bool
+	preloadMu sync.Mutex
 }
 
 // timeFormat is fixed width so that stored times sort as text.
