@@ -488,17 +488,7 @@ func preloadIDs(ctx context.Context, q querier, c *labelCache, blocks bool) erro
 	if err != nil {
 		return err
 	}
-	for rs.Next() {
-		var id int64
-		var w string
-		if err := rs.Scan(&id, &w); err != nil {
-			rs.Close()
-			return err
-		}
-		labels[w] = id
-	}
-	rs.Close()
-	if err := rs.Err(); err != nil {
+	if err := scanLabels(rs, func(id int64, w string) { labels[w] = id }); err != nil {
 		return err
 	}
 	c.learn(labels)

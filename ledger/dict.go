@@ -125,35 +125,10 @@ func (d *Dict) idsFor(c *labelCache) []atomic.Int64 {
 // It returns nil when some label has an id in none of them; chargeTx
 // assigns those. sc is per-goroutine scratch space.
 func encodeDict(c *labelCache, d *Dict, idx []int32, pend map[int32]int64, ef bool, sc *idScratch) []byte {
-	arr := d.idsFor(c)
-	ids := slices.Grow(sc.ids[:0], len(idx))
-	locked := false
-	defer func() {
-		if locked {
-			c.mu.RUnlock()
-		}
-	}()
-	for _, i := range idx {
-		id := arr[i].Load()
-		if id == 0 && pend != nil {
-			id = max(pend[i], 0)
-		}
-		if id == 0 {
-			if !locked {
-				c.mu.RLock()
-				locked = true
-			}
-			var ok bool
-			if id, ok = c.lookup(d.label(i)); !ok {
-				sc.ids = ids[:0]
-				return nil
-			}
-			arr[i].Store(id) // committed: safe to keep
-		}
-		ids = append(ids, id)
+	ids, ok := dictIDs(c, d, idx, pend, sc)
+	if !ok {
+		return nil
 	}
-	sc.ids = ids[:0]
-	ids = sortIDs(ids, &sc.tmp)
 	return appendInflSet(nil, slices.Compact(ids), false, ef)
 }
 

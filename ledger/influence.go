@@ -451,21 +451,25 @@ func selectLabels[K int64 | string](ctx context.Context, q querier, col string, 
 		if err != nil {
 			return err
 		}
-		for rs.Next() {
-			var id int64
-			var w string
-			if err := rs.Scan(&id, &w); err != nil {
-				rs.Close()
-				return err
-			}
-			found(id, w)
-		}
-		rs.Close()
-		if err := rs.Err(); err != nil {
+		if err := scanLabels(rs, found); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// scanLabels calls found with every (id, label) row of rs and closes it.
+func scanLabels(rs rows, found func(id int64, label string)) error {
+	defer rs.Close()
+	for rs.Next() {
+		var id int64
+		var w string
+		if err := rs.Scan(&id, &w); err != nil {
+			return err
+		}
+		found(id, w)
+	}
+	return rs.Err()
 }
 
 // labelIDs makes sure every label of sets (other than "*") has an id in
@@ -514,17 +518,7 @@ func labelIDs(ctx context.Context, q querier, c *labelCache, sets [][]string, le
 		if err != nil {
 			return err
 		}
-		for rs.Next() {
-			var id int64
-			var w string
-			if err := rs.Scan(&id, &w); err != nil {
-				rs.Close()
-				return err
-			}
-			learned[w] = id
-		}
-		rs.Close()
-		if err := rs.Err(); err != nil {
+		if err := scanLabels(rs, func(id int64, w string) { learned[w] = id }); err != nil {
 			return err
 		}
 	}
