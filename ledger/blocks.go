@@ -28,6 +28,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/dplp/dplp/internal/par"
 )
 
 // blockSchema is the schema version that added influence_blocks.
@@ -345,14 +347,7 @@ type pendingBlocks map[*Blocks]map[int32]int64
 // theirs, the others are inserted. The labels of their members must have
 // ids already (labelIDs and dictPending.resolve ran).
 func registerBlocks(ctx context.Context, q querier, c *labelCache, items []Release, fresh []int, enc []encoded, pend dictPending, pb pendingBlocks, digests map[[sha256.Size]byte]int64) error {
-	type want struct {
-		b    *Blocks
-		z    int32
-		body []byte
-		sum  [sha256.Size]byte
-	}
-	var wants []want
-	byDigest := map[[sha256.Size]byte]int64{}
+	var wants []blockWant
 	var sc idScratch
 	for _, i := range fresh {
 		it := &items[i]
@@ -373,29 +368,54 @@ func registerBlocks(ctx context.Context, q querier, c *labelCache, items []Relea
 				return fmt.Errorf("ledger: a member of influence block %d of user %q has no label id", z, it.User)
 			}
 			sum := sha256.Sum256(body)
-			c.blocks.mu.RLock()
-			id, ok := c.blocks.byDigest[sum]
-			c.blocks.mu.RUnlock()
-			if ok { // recorded already: no statement
+			if id, ok := c.blocks.digestID(sum); ok { // recorded already: no statement
 				pb[b][z] = id
 				continue
 			}
 			pb[b][z] = -1
-			wants = append(wants, want{b, z, body, sum})
+			wants = append(wants, blockWant{b, z, body, sum})
 		}
 	}
+	return insertBlocks(ctx, q, wants, func(w blockWant, id int64) {
+		pb[w.b][w.z] = id
+		digests[w.sum] = id
+	})
+}
+
+// blockWant is a block to record: block z of b, its body and digest.
+type blockWant struct {
+	b    *Blocks
+	z    int32
+	body []byte
+	sum  [sha256.Size]byte
+}
+
+// digestID returns the id of the committed block with digest sum, if the
+// handle keeps digests (byDigest) and knows it.
+func (bc *blockCache) digestID(sum [sha256.Size]byte) (int64, bool) {
+	bc.mu.RLock()
+	defer bc.mu.RUnlock()
+	id, ok := bc.byDigest[sum]
+	return id, ok
+}
+
+// insertBlocks records the blocks of wants (sorted here by digest: one
+// lock order for concurrent PostgreSQL transactions; each digest once) and
+// calls got with each want and its block's id: the id of the row it
+// inserted, or of the row with its digest that another transaction
+// recorded first.
+func insertBlocks(ctx context.Context, q querier, wants []blockWant, got func(w blockWant, id int64)) error {
 	if len(wants) == 0 {
 		return nil
 	}
-	// Insert in digest order (one lock order for concurrent PostgreSQL
-	// transactions), each digest once.
-	slices.SortFunc(wants, func(x, y want) int { return bytes.Compare(x.sum[:], y.sum[:]) })
-	var uniq []want
+	slices.SortFunc(wants, func(x, y blockWant) int { return bytes.Compare(x.sum[:], y.sum[:]) })
+	var uniq []blockWant
 	for i, w := range wants {
 		if i == 0 || w.sum != wants[i-1].sum {
 			uniq = append(uniq, w)
 		}
 	}
+	byDigest := map[[sha256.Size]byte]int64{}
 	const per = labelChunk / 2
 	for lo := 0; lo < len(uniq); lo += per {
 		part := uniq[lo:min(lo+per, len(uniq))]
@@ -433,9 +453,110 @@ func registerBlocks(ctx context.Context, q querier, c *labelCache, items []Relea
 		if !ok {
 			return fmt.Errorf("ledger: influence block %x has no id after inserting it", w.sum[:8])
 		}
-		pb[w.b][w.z] = id
-		digests[w.sum] = id
+		got(w, id)
 	}
+	return nil
+}
+
+// PrepareInfluence records, ahead of a batch release that will meet most
+// of them, every block of b that the store does not hold yet (the empty
+// blocks are one row), and
+// the labels of their members: in two write transactions (labels, then
+// blocks) with the bodies and digests computed on all cores, inserted in
+// label and digest order, instead of in the release's charge transactions
+// as they come (one core, scattered over the indexes). Later charges of
+// releases with these blocks record no label and no block. Recording a
+// block no release names is harmless (Verify accepts it; it is a row of
+// the block table only). A store before schema 10 does nothing.
+func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
+	if !s.schema.hasBlocks() || b == nil {
+		return nil
+	}
+	if err := s.preloadAll(ctx); err != nil {
+		return err
+	}
+	c, d := &s.labels, b.dict
+	arr := b.idsFor(c)
+	// The members' labels the handle does not know.
+	seen := make([]bool, d.n)
+	var missing []string
+	c.mu.RLock()
+	for z := range int32(d.n) {
+		if arr[z].Load() != 0 {
+			continue
+		}
+		for _, i := range b.members(z) {
+			if i < 0 || int(i) >= d.n || seen[i] {
+				continue
+			}
+			seen[i] = true
+			if d.bad[i] != nil {
+				continue // a release naming it is refused; never recorded
+			}
+			if _, ok := c.lookup(d.label(i)); !ok {
+				missing = append(missing, d.label(i))
+			}
+		}
+	}
+	c.mu.RUnlock()
+	if len(missing) > 0 {
+		learned := map[string]int64{}
+		err := s.b.write(ctx, func(q querier) error {
+			clear(learned)
+			return labelIDs(ctx, q, c, [][]string{missing}, learned)
+		})
+		if err != nil {
+			return fmt.Errorf("ledger: recording influencer labels: %w", err)
+		}
+		c.learn(learned)
+	}
+	// Bodies and digests on all cores; blocks with a member the
+	// dictionary refuses are left to the charges (which refuse them).
+	wants := make([]blockWant, d.n)
+	err := par.Run(ctx, d.n, par.Options{Chunk: 256}, func(int) *idScratch { return new(idScratch) }, func(sc *idScratch, zi int) error {
+		z := int32(zi)
+		ms := b.members(z)
+		if arr[z].Load() != 0 {
+			return nil
+		}
+		for _, i := range ms {
+			if i < 0 || int(i) >= d.n || d.bad[i] != nil {
+				return nil
+			}
+		}
+		body, ok := blockBody(c, b, z, nil, sc)
+		if !ok {
+			return nil // a label recorded by nobody (cannot happen after the above)
+		}
+		sum := sha256.Sum256(body)
+		if id, ok := c.blocks.digestID(sum); ok {
+			arr[z].Store(id) // committed
+			return nil
+		}
+		wants[z] = blockWant{b, z, body, sum}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	wants = slices.DeleteFunc(wants, func(w blockWant) bool { return w.b == nil })
+	got := map[[sha256.Size]byte]int64{}
+	ids := make(map[int32]int64, len(wants))
+	err = s.b.write(ctx, func(q querier) error {
+		clear(got)
+		clear(ids)
+		return insertBlocks(ctx, q, slices.Clone(wants), func(w blockWant, id int64) {
+			got[w.sum] = id
+			ids[w.z] = id
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: recording influence blocks: %w", err)
+	}
+	for z, id := range ids { // committed now
+		arr[z].Store(id)
+	}
+	c.blocks.commitDigests(got)
 	return nil
 }
 

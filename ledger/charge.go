@@ -576,6 +576,12 @@ func (s *sqlStore) preload(ctx context.Context, rs []Release) error {
 	if !big {
 		return nil
 	}
+	return s.preloadAll(ctx)
+}
+
+// preloadAll reads every label id and block digest into the handle's
+// caches, once (preloadIDs).
+func (s *sqlStore) preloadAll(ctx context.Context) error {
 	s.preloadMu.Lock()
 	defer s.preloadMu.Unlock()
 	if s.preloaded.Load() {

@@ -258,3 +258,69 @@ func TestVerifyBlocks(t *testing.T) {
 		}
 	})
 }
+
+// TestPrepareInfluence: PrepareInfluence records every distinct block once
+// (again: nothing more; from a second handle: nothing more), releases
+// charged afterwards record no block of their own and read back as their
+// labels, and Verify passes.
+func TestPrepareInfluence(t *testing.T) {
+	labels := []string{"10", "9", "a", "b", "200", "3", "x y", "0"}
+	d, err := NewDict(len(labels), func(i int32) string { return labels[i] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := NewBlocks(d, func(z int32) []int32 {
+		if z == 7 {
+			return nil
+		}
+		return []int32{z, (z + 1) % 8, (z + 3) % 8}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eachStore(t, func(t *testing.T, fx fixture) {
+		ctx := ctxT(t)
+		dsn := fx.dsn(t)
+		a, b := openDSN(t, dsn).(*sqlStore), openDSN(t, dsn).(*sqlStore)
+		count := func() (n int) {
+			t.Helper()
+			if err := a.b.read(ctx, func(q querier) error {
+				return q.queryRow(ctx, "SELECT COUNT(*) FROM influence_blocks").Scan(&n)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		for _, st := range []*sqlStore{a, a, b} {
+			if err := st.PrepareInfluence(ctx, blocks); err != nil {
+				t.Fatal(err)
+			}
+			if n := count(); n != 8 { // seven blocks and the empty one
+				t.Fatalf("%d blocks recorded, want 8", n)
+			}
+		}
+		for i, st := range []*sqlStore{a, b} {
+			for z := range int32(8) {
+				user := "u" + strconv.Itoa(i) + "-" + strconv.Itoa(int(z))
+				r := Release{User: user, Model: "m", K: 1, Cost: 0.5, InflBlocks: blocks, InflIdx: []int32{z, (z + 2) % 8}, InflExcl: []int32{(z + 1) % 8}}
+				want := r.InfluencerLabels()
+				if _, _, err := st.Charge(ctx, r, Unlimited); err != nil {
+					t.Fatal(err)
+				}
+				got, _, err := st.Latest(ctx, user, "m", 1, Crypto)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got.Influencers, want) && len(got.Influencers)+len(want) > 0 {
+					t.Fatalf("%s: read back %q, want %q", user, got.Influencers, want)
+				}
+			}
+		}
+		if n := count(); n != 8 {
+			t.Fatalf("%d blocks after the charges, want 8", n)
+		}
+		if rep, err := Verify(ctx, a); err != nil || !rep.OK() {
+			t.Fatalf("verify: %v %v", err, rep.Err())
+		}
+	})
+}

@@ -305,3 +305,53 @@ func TestSharedDictRecordsInfluencers(t *testing.T) {
 		t.Fatal("no release recorded two or more influencers: the checks above prove nothing")
 	}
 }
+
+// A batch over the whole graph has the store record every influence block
+// first (ledger's PrepareInfluence; the threshold lowered for the test): the
+// lists' recorded influencers read back as the brute-force sets, and the
+// ledger verifies.
+func TestBatchPreparesInfluence(t *testing.T) {
+	defer release.SetPrepareMinForTest(1)()
+	g, p, m := fixture(t)
+	st := openStore(t)
+	rec, err := release.New(m, g, p, release.WithStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := make([]string, g.N())
+	for i := range users {
+		users[i] = g.Label(int32(i))
+	}
+	ctx := context.Background()
+	if _, err := rec.Recommend(ctx, users, 4, release.Fresh()); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for u := range int32(g.N()) {
+		r, ok, err := st.Latest(ctx, g.Label(u), rec.ModelID(), 4, ledger.Crypto)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		want := release.InfluencerLabelsForTest(g, p, score.AA, u)
+		if r.Cost == 0 {
+			continue // nothing recorded for a free list
+		}
+		if len(want) == 0 {
+			want = nil
+		}
+		got := r.Influencers
+		if len(got) == 0 {
+			got = nil
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("user %d: recorded %q, want %q", u, got, want)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no charged list checked")
+	}
+	if rep, err := ledger.Verify(ctx, st); err != nil || !rep.OK() {
+		t.Fatalf("verify: %v %v", err, rep.Err())
+	}
+}

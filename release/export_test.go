@@ -28,3 +28,11 @@ func RecordedInfluencersForTest(g *graph.Graph, p *protect.Set, k score.Kind, u 
 	newInfluence(g, p, k, NewInfluenceDict(g)).record(&rel, u)
 	return rel.InfluencerLabels(), rel.InflBlocks != nil
 }
+
+// SetPrepareMinForTest sets the batch size from which Stream has the store
+// record the influence blocks first, and returns a function restoring it.
+func SetPrepareMinForTest(n int) func() {
+	old := prepareMin
+	prepareMin = n
+	return func() { prepareMin = old }
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/ledger"
 	"github.com/dplp/dplp/privunit"
+	"github.com/dplp/dplp/score"
 )
 
 // sample draws one user's list (no accounting).
@@ -196,6 +197,12 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 		}
 	}()
 	fill()
+	// A batch over most of the graph meets most influence blocks: have the
+	// store record them (and their labels) at once, while the first
+	// windows are sampled, rather than in the charge transactions.
+	if err := r.prepareInfluence(ctx, len(users)); err != nil {
+		return err
+	}
 	for lo := 0; lo < len(users); lo += batch {
 		p := <-queue[0]
 		queue = queue[1:]
@@ -366,4 +373,35 @@ func (r *Recommender) notice(res *Result, out Outcome, k int) {
 	if len(out.IDs) < k && res.Fresh {
 		res.Notice = fmt.Sprintf("only %d candidate(s) for K = %d: %d released and charged", len(out.IDs), k, len(out.IDs))
 	}
+}
+
+// influencePreparer is the optional Store method a large batch calls before
+// its first charge (ledger stores have it: ledger.Store's PrepareInfluence).
+type influencePreparer interface {
+	PrepareInfluence(ctx context.Context, b *ledger.Blocks) error
+}
+
+// prepareMin is the number of users from which a batch covering at least
+// half of the graph has its store record the influence blocks first.
+var prepareMin = 1 << 16 // a variable for tests
+
+// prepareInfluence asks the store to record the Recommender's influence
+// blocks ahead of a batch of n users, when the batch is large, covers at
+// least half the graph, records exposure with blocks (CN, AA, RA) and the
+// store can.
+func (r *Recommender) prepareInfluence(ctx context.Context, n int) error {
+	if r.store == nil || r.noExposure || n < prepareMin || 2*n < r.g.N() {
+		return nil
+	}
+	if k := r.infl.kind; k != score.CN && k != score.AA && k != score.RA {
+		return nil
+	}
+	p, ok := r.store.(influencePreparer)
+	if !ok {
+		return nil
+	}
+	if err := p.PrepareInfluence(ctx, r.infl.blockSet()); err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	return nil
 }
