@@ -540,24 +540,34 @@ func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
 		return err
 	}
 	wants = slices.DeleteFunc(wants, func(w blockWant) bool { return w.b == nil })
-	got := map[[sha256.Size]byte]int64{}
-	ids := make(map[int32]int64, len(wants))
+	ids := make([]int64, d.n) // by block key, committed below
 	err = s.b.write(ctx, func(q querier) error {
-		clear(got)
 		clear(ids)
-		return insertBlocks(ctx, q, slices.Clone(wants), func(w blockWant, id int64) {
-			got[w.sum] = id
-			ids[w.z] = id
-		})
+		// insertBlocks sorts wants in place: a retry sorts it again.
+		return insertBlocks(ctx, q, wants, func(w blockWant, id int64) { ids[w.z] = id })
 	})
 	if err != nil {
 		return fmt.Errorf("ledger: recording influence blocks: %w", err)
 	}
-	for z, id := range ids { // committed now
-		arr[z].Store(id)
+	var got map[[sha256.Size]byte]int64
+	if c.blocks.tracking() {
+		got = make(map[[sha256.Size]byte]int64, len(wants))
+	}
+	for _, w := range wants { // committed now
+		arr[w.z].Store(ids[w.z])
+		if got != nil {
+			got[w.sum] = ids[w.z]
+		}
 	}
 	c.blocks.commitDigests(got)
 	return nil
+}
+
+// tracking reports whether the handle keeps block digests (byDigest).
+func (bc *blockCache) tracking() bool {
+	bc.mu.RLock()
+	defer bc.mu.RUnlock()
+	return bc.byDigest != nil
 }
 
 func scanDigests(rs rows, into map[[sha256.Size]byte]int64) error {
