@@ -38,20 +38,7 @@ func TestSortIDs(t *testing.T) {
 func TestDictMatchesLabels(t *testing.T) {
 	ctx := context.Background()
 	labels := []string{"10", "9", "a", "b\u00e9", "200", "3", "x y", "0"}
-	d, err := NewDict(len(labels), func(i int32) string { return labels[i] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Blocks: z, z+1 and z+3 (mod 8); block 7 is empty.
-	blocks, err := NewBlocks(d, func(z int32) []int32 {
-		if z == 7 {
-			return nil
-		}
-		return []int32{z, (z + 1) % 8, (z + 3) % 8}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d, blocks := testBlocks(t, labels)
 	defer func(m int) { preloadMin = m }(preloadMin)
 	eachStore(t, func(t *testing.T, fx fixture) {
 		for _, schema := range []int{partySchema, labelSchema, efSchema, LatestSchema, -LatestSchema} {
@@ -265,19 +252,7 @@ func TestVerifyBlocks(t *testing.T) {
 // labels, and Verify passes.
 func TestPrepareInfluence(t *testing.T) {
 	labels := []string{"10", "9", "a", "b", "200", "3", "x y", "0"}
-	d, err := NewDict(len(labels), func(i int32) string { return labels[i] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks, err := NewBlocks(d, func(z int32) []int32 {
-		if z == 7 {
-			return nil
-		}
-		return []int32{z, (z + 1) % 8, (z + 3) % 8}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, blocks := testBlocks(t, labels)
 	eachStore(t, func(t *testing.T, fx fixture) {
 		ctx := ctxT(t)
 		dsn := fx.dsn(t)
@@ -323,4 +298,24 @@ func TestPrepareInfluence(t *testing.T) {
 			t.Fatalf("verify: %v %v", err, rep.Err())
 		}
 	})
+}
+
+// testBlocks is the dictionary of eight labels and its blocks z, z+1 and
+// z+3 (mod 8), block 7 empty.
+func testBlocks(t *testing.T, labels []string) (*Dict, *Blocks) {
+	t.Helper()
+	d, err := NewDict(len(labels), func(i int32) string { return labels[i] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := NewBlocks(d, func(z int32) []int32 {
+		if z == 7 {
+			return nil
+		}
+		return []int32{z, (z + 1) % 8, (z + 3) % 8}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, blocks
 }

@@ -224,28 +224,19 @@ func verifyTx(ctx context.Context, q querier, dialect string, rep *VerifyReport)
 			if err != nil {
 				rep.add(where, "stored influencer set: %v", err)
 			}
-			for _, b := range blocks {
-				if !blockIDs[b] {
-					rep.add(where, "stored influence block %d is not a valid row of influence_blocks", b)
-					break
-				}
+			if b, ok := firstMissing(blocks, blockIDs); ok {
+				rep.add(where, "stored influence block %d is not a valid row of influence_blocks", b)
 			}
-			for _, w := range excl {
-				if !labelIDs[w] {
-					rep.add(where, "stored influencer id %d (excluded) has no label in influencer_labels", w)
-					break
-				}
+			if w, ok := firstMissing(excl, labelIDs); ok {
+				rep.add(where, "stored influencer id %d (excluded) has no label in influencer_labels", w)
 			}
 		} else if inflIDs != nil {
 			ids, _, err := decodeInflSet(inflIDs)
 			if err != nil {
 				rep.add(where, "stored influencer set: %v", err)
 			}
-			for _, w := range ids {
-				if !labelIDs[w] {
-					rep.add(where, "stored influencer id %d has no label in influencer_labels", w)
-					break
-				}
+			if w, ok := firstMissing(ids, labelIDs); ok {
+				rep.add(where, "stored influencer id %d has no label in influencer_labels", w)
 			}
 		} else if err := eachInfluencer(infl, func(string) {}); err != nil {
 			rep.add(where, "stored influencers are not a JSON array of strings: %v", err)
@@ -429,15 +420,21 @@ func readBlockIDs(ctx context.Context, q querier, labelIDs map[int64]bool, rep *
 			rep.add(where, "body: %v", err)
 			continue
 		}
-		ok := true
-		for _, w := range set {
-			if !labelIDs[w] {
-				rep.add(where, "influencer id %d has no label in influencer_labels", w)
-				ok = false
-				break
-			}
+		w, missing := firstMissing(set, labelIDs)
+		if missing {
+			rep.add(where, "influencer id %d has no label in influencer_labels", w)
 		}
-		ids[id] = ok
+		ids[id] = !missing
 	}
 	return ids, rs.Err()
+}
+
+// firstMissing returns the first of ids not in known, if any.
+func firstMissing(ids []int64, known map[int64]bool) (int64, bool) {
+	for _, id := range ids {
+		if !known[id] {
+			return id, true
+		}
+	}
+	return 0, false
 }

@@ -1,6 +1,8 @@
 package release
 
 import (
+	"slices"
+
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/ledger"
 	"github.com/dplp/dplp/protect"
@@ -14,7 +16,16 @@ func InfluencersForTest(g *graph.Graph, p *protect.Set, k score.Kind, u int32) (
 
 // InfluencerLabelsForTest exposes the labels a release records.
 func InfluencerLabelsForTest(g *graph.Graph, p *protect.Set, k score.Kind, u int32) []string {
-	return newInfluence(g, p, k, NewInfluenceDict(g)).of(u)
+	ids, all := newInfluence(g, p, k, NewInfluenceDict(g)).ids(u)
+	if all {
+		return []string{Everyone}
+	}
+	out := make([]string, len(ids))
+	for i, w := range ids {
+		out[i] = g.Label(w)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // InfluenceDictMadeForTest reports whether d has been made.

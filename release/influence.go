@@ -222,18 +222,3 @@ func (in influence) raw(u int32, out []int32) (_ []int32, all bool) {
 	}
 	return out, false
 }
-
-// of returns the labels of u's influencers in increasing (bytewise) order,
-// or ["*"]: the set a release records, as the ledger reads it back.
-func (in influence) of(u int32) []string {
-	ids, all := in.ids(u)
-	if all {
-		return []string{Everyone}
-	}
-	out := make([]string, len(ids))
-	for i, w := range ids {
-		out[i] = in.g.Label(w)
-	}
-	slices.Sort(out)
-	return out
-}
