@@ -400,7 +400,7 @@ func lookupIdem(ctx context.Context, q querier, lc *labelCache, items []Release,
 			for _, u := range part {
 				args = append(args, u)
 			}
-			rs, err := q.query(ctx, "SELECT "+releaseColsFor(v)+" FROM releases WHERE idem_key = ? AND seeded = ? AND user_id IN (?"+strings.Repeat(", ?", len(part)-1)+")", args...)
+			rs, err := q.query(ctx, idemBatchSQL(v, len(part)), args...)
 			if err != nil {
 				return nil, err
 			}

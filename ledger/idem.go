@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"strings"
 )
 
 // IdemFinder is implemented by stores that can look a release up by its
@@ -27,7 +28,7 @@ func (s *sqlStore) FindIdem(ctx context.Context, user, key string, prov Provenan
 	found := false
 	err = s.b.read(ctx, func(q querier) error {
 		var err error
-		rel, err = scanReleaseFor(q.queryRow(ctx, "SELECT "+releaseColsFor(s.schema)+" FROM releases WHERE user_id = ? AND idem_key = ? AND seeded = ?", user, key, seeded), s.schema)
+		rel, err = scanReleaseFor(q.queryRow(ctx, idemLookupSQL(s.schema), user, key, seeded), s.schema)
 		if errors.Is(err, errNoRows) {
 			return nil
 		}
@@ -41,4 +42,18 @@ func (s *sqlStore) FindIdem(ctx context.Context, user, key string, prov Provenan
 		return Release{}, false, err
 	}
 	return rel, true, nil
+}
+
+// idemLookupSQL finds one user's release by key and provenance (arguments:
+// user, key, seeded). idemBatchSQL finds the releases of users (arguments:
+// key, seeded, then the users) holding one key. Both say idem_key = ?,
+// which implies the condition of the partial index releases_idem_key
+// (WHERE idem_key IS NOT NULL, schema 11), so both planners use it
+// (TestIdemIndexPartial).
+func idemLookupSQL(v schemaLevel) string {
+	return "SELECT " + releaseColsFor(v) + " FROM releases WHERE user_id = ? AND idem_key = ? AND seeded = ?"
+}
+
+func idemBatchSQL(v schemaLevel, users int) string {
+	return "SELECT " + releaseColsFor(v) + " FROM releases WHERE idem_key = ? AND seeded = ? AND user_id IN (?" + strings.Repeat(", ?", users-1) + ")"
 }

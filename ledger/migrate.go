@@ -82,6 +82,14 @@ var migrations = []migration{
 	{8, "influencer sets stored compactly: labels once in influencer_labels, per release the delta-coded label ids (releases recorded before keep their JSON arrays)", labelMigration},
 	{9, "influencer sets written Elias-Fano coded behind a format marker (schema-8 sets and JSON arrays still read; no table changes)", efMigration},
 	{10, "influence sets recorded as unions of shared blocks (influence_blocks: each distinct block once; earlier sets still read)", blockMigration},
+	{11, "idempotency keys indexed only where set: releases without a key (fresh and batch lists, most of them) no longer enter the unique index", []string{
+		// Uniqueness is unchanged: NULL keys never conflicted (both
+		// dialects treat NULLs as distinct in a unique index), and every
+		// lookup by key says idem_key = ?, which implies the index's
+		// condition, so both planners still use it (TestIdemIndexPartial).
+		`DROP INDEX releases_idem_prov`,
+		`CREATE UNIQUE INDEX releases_idem_key ON releases (user_id, seeded, idem_key) WHERE idem_key IS NOT NULL`,
+	}},
 }
 
 // dialectStmts holds the statements of migrations that differ between the
