@@ -17,6 +17,7 @@ type picked struct{ blk, mem int }
 type workspace struct {
 	src       src
 	gv, dv    []int64 // individuals: grid value, distance to the reference maximum
+	bk        []uint8 // individuals: bucket (build's, for the entries of its act)
 	bgv, bdv  []int64 // blocks
 	brem      []int   // blocks: remaining members
 	bbase     []int   // blocks: pick index of the first member
@@ -243,6 +244,9 @@ func keysAll(w *workspace, u *mech.Utilities) {
 
 // build computes distances to the largest remaining grid utility and fills
 // the buckets with the individuals in act and the blocks with members left.
+// It runs once per list over every candidate (again on a rebase), so each
+// individual's bucket is computed once, with a division only when the
+// individual is not in the capped bucket jc (most are not near the top).
 func (s *Sampler) build(w *workspace, act []int32) {
 	mx := int64(-maxGrid)
 	for _, i := range act {
@@ -254,13 +258,34 @@ func (s *Sampler) build(w *workspace, act []int32) {
 		}
 	}
 	jc := w.jc
+	l := s.l
+	// d >= capAt puts d in bucket jc (d/l >= jc); capAt saturates where
+	// jc*l would overflow, and then every d < capAt is divided.
+	const maxInt64 = 1<<63 - 1
+	capAt := int64(maxInt64)
+	if l <= maxInt64/int64(max(jc, 1)) {
+		capAt = int64(jc) * l
+	}
 	w.icnt = [maxBuckets + 1]int{}
 	w.cnt = [maxBuckets + 1]uint64{}
-	w.dv = append(w.dv[:0], w.gv...)
+	// Only the entries of act are written and read: no copy, no clearing.
+	n := len(w.gv)
+	if cap(w.dv) < n {
+		w.dv = make([]int64, n)
+	}
+	if cap(w.bk) < n {
+		w.bk = make([]uint8, n)
+	}
+	w.dv, w.bk = w.dv[:n], w.bk[:n]
 	for _, i := range act {
 		d := mx - w.gv[i]
 		w.dv[i] = d
-		w.icnt[bucket(d, s.l, jc)]++
+		j := jc
+		if d < capAt {
+			j = int(d / l)
+		}
+		w.bk[i] = uint8(j)
+		w.icnt[j]++
 	}
 	o := 0
 	for j := 0; j <= jc; j++ {
@@ -270,7 +295,7 @@ func (s *Sampler) build(w *workspace, act []int32) {
 	w.idx = grow(w.idx, o)
 	pos := w.off
 	for _, i := range act {
-		j := bucket(w.dv[i], s.l, jc)
+		j := w.bk[i]
 		w.idx[pos[j]] = i
 		pos[j]++
 	}
