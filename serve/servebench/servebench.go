@@ -386,10 +386,14 @@ func storePerRequest(before, after map[string]float64, requests int64) map[strin
 // storeKind names the store in the report without its DSN (which may hold
 // a password).
 func storeKind(dsn string) string {
-	if len(dsn) > 7 && dsn[:7] == "sqlite:" {
-		return "sqlite (synchronous=FULL)"
+	rest, ok := strings.CutPrefix(dsn, "sqlite:")
+	if !ok {
+		return "postgres"
 	}
-	return "postgres"
+	if _, q, _ := strings.Cut(rest, "?"); strings.Contains(strings.ToLower(q), "synchronous=normal") {
+		return "sqlite (synchronous=NORMAL: a charge acknowledged just before a power loss may be lost)"
+	}
+	return "sqlite (synchronous=FULL)"
 }
 
 // do sends one request (with an Idempotency-Key header when key is not

@@ -197,3 +197,18 @@ dplp_group_commit_items_sum 140
 		}
 	}
 }
+
+// TestStoreKind: the report names the store and its durability, never the
+// DSN (a PostgreSQL DSN may hold a password).
+func TestStoreKind(t *testing.T) {
+	for _, c := range []struct{ dsn, want string }{
+		{"sqlite:/tmp/x/ledger.db", "sqlite (synchronous=FULL)"},
+		{"sqlite:/tmp/x/ledger.db?synchronous=full", "sqlite (synchronous=FULL)"},
+		{"sqlite:/tmp/x/ledger.db?synchronous=NORMAL", "sqlite (synchronous=NORMAL: a charge acknowledged just before a power loss may be lost)"},
+		{"postgres://u:secret@h/db?sslmode=disable", "postgres"},
+	} {
+		if got := storeKind(c.dsn); got != c.want {
+			t.Errorf("storeKind(%q) = %q, want %q", c.dsn, got, c.want)
+		}
+	}
+}
