@@ -415,7 +415,22 @@ func insertBlocks(ctx context.Context, q querier, wants []blockWant, got func(w 
 			uniq = append(uniq, w)
 		}
 	}
-	byDigest := map[[sha256.Size]byte]int64{}
+	ids := make([]int64, len(uniq)) // of uniq[i]
+	// Rows come back in the order inserted in practice: the digest at the
+	// cursor is tried before a binary search (no map of a million
+	// digests for a batch's first release).
+	next := 0
+	put := func(id int64, sum [sha256.Size]byte) {
+		i := next
+		if i >= len(uniq) || uniq[i].sum != sum {
+			var ok bool
+			if i, ok = slices.BinarySearchFunc(uniq, sum, func(w blockWant, t [sha256.Size]byte) int { return bytes.Compare(w.sum[:], t[:]) }); !ok {
+				return // not asked for: cannot happen
+			}
+		}
+		ids[i] = id
+		next = i + 1
+	}
 	const per = labelChunk / 2
 	for lo := 0; lo < len(uniq); lo += per {
 		part := uniq[lo:min(lo+per, len(uniq))]
@@ -423,37 +438,42 @@ func insertBlocks(ctx context.Context, q querier, wants []blockWant, got func(w 
 		for _, w := range part {
 			args = append(args, w.sum[:], w.body)
 		}
+		next = lo
 		rs, err := q.query(ctx, "INSERT INTO influence_blocks (digest, body) VALUES (?, ?)"+strings.Repeat(", (?, ?)", len(part)-1)+
 			" ON CONFLICT (digest) DO NOTHING RETURNING id, digest", args...)
 		if err != nil {
 			return err
 		}
-		if err := scanDigests(rs, byDigest); err != nil {
+		if err := scanDigests(rs, put); err != nil {
 			return err
 		}
 	}
 	var others []any
-	for _, w := range uniq {
-		if _, ok := byDigest[w.sum]; !ok {
+	for i, w := range uniq {
+		if ids[i] == 0 {
 			others = append(others, w.sum[:])
 		}
 	}
+	next = 0
 	for lo := 0; lo < len(others); lo += labelChunk {
 		part := others[lo:min(lo+labelChunk, len(others))]
 		rs, err := q.query(ctx, "SELECT id, digest FROM influence_blocks WHERE digest IN (?"+strings.Repeat(", ?", len(part)-1)+")", part...)
 		if err != nil {
 			return err
 		}
-		if err := scanDigests(rs, byDigest); err != nil {
+		if err := scanDigests(rs, put); err != nil {
 			return err
 		}
 	}
+	j := 0 // wants and uniq are both in digest order
 	for _, w := range wants {
-		id, ok := byDigest[w.sum]
-		if !ok {
+		for uniq[j].sum != w.sum {
+			j++
+		}
+		if ids[j] == 0 {
 			return fmt.Errorf("ledger: influence block %x has no id after inserting it", w.sum[:8])
 		}
-		got(w, id)
+		got(w, ids[j])
 	}
 	return nil
 }
@@ -477,9 +497,9 @@ func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
 	}
 	c, d := &s.labels, b.dict
 	arr := b.idsFor(c)
-	// The members' labels the handle does not know.
+	// The members' labels the handle does not know, in label order.
 	seen := make([]bool, d.n)
-	var missing []string
+	var missing []int32
 	c.mu.RLock()
 	for z := range int32(d.n) {
 		if arr[z].Load() != 0 {
@@ -494,21 +514,30 @@ func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
 				continue // a release naming it is refused; never recorded
 			}
 			if _, ok := c.lookup(d.label(i)); !ok {
-				missing = append(missing, d.label(i))
+				missing = append(missing, i)
 			}
 		}
 	}
 	c.mu.RUnlock()
 	if len(missing) > 0 {
-		learned := map[string]int64{}
-		err := s.b.write(ctx, func(q querier) error {
-			clear(learned)
-			return labelIDs(ctx, q, c, [][]string{missing}, learned)
+		slices.SortFunc(missing, func(x, y int32) int { return strings.Compare(d.label(x), d.label(y)) })
+		labels := make([]string, len(missing))
+		for j, i := range missing {
+			labels[j] = d.label(i)
+		}
+		var ids []int64
+		err := s.b.write(ctx, func(q querier) (err error) {
+			ids, err = insertLabels(ctx, q, labels)
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("ledger: recording influencer labels: %w", err)
 		}
-		c.learn(learned)
+		c.learnPairs(labels, ids) // committed now
+		la := d.idsFor(c)
+		for j, i := range missing {
+			la[i].Store(ids[j])
+		}
 	}
 	// Bodies and digests on all cores; blocks with a member the
 	// dictionary refuses are left to the charges (which refuse them).
@@ -570,7 +599,8 @@ func (bc *blockCache) tracking() bool {
 	return bc.byDigest != nil
 }
 
-func scanDigests(rs rows, into map[[sha256.Size]byte]int64) error {
+// scanDigests calls found with every (id, digest) row of rs and closes it.
+func scanDigests(rs rows, found func(id int64, sum [sha256.Size]byte)) error {
 	defer rs.Close()
 	for rs.Next() {
 		var id int64
@@ -581,7 +611,7 @@ func scanDigests(rs rows, into map[[sha256.Size]byte]int64) error {
 		if len(d) != sha256.Size {
 			return fmt.Errorf("ledger: influence block %d has a digest of %d bytes", id, len(d))
 		}
-		into[[sha256.Size]byte(d)] = id
+		found(id, [sha256.Size]byte(d))
 	}
 	return rs.Err()
 }
@@ -631,7 +661,7 @@ func preloadIDs(ctx context.Context, q querier, c *labelCache, blocks bool) erro
 	if err != nil {
 		return err
 	}
-	if err := scanDigests(rs, digests); err != nil {
+	if err := scanDigests(rs, func(id int64, sum [sha256.Size]byte) { digests[sum] = id }); err != nil {
 		return err
 	}
 	if len(digests) > 0 {

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"crypto/sha256"
 	"slices"
 	"strconv"
 	"strings"
@@ -318,4 +319,70 @@ func testBlocks(t *testing.T, labels []string) (*Dict, *Blocks) {
 		t.Fatal(err)
 	}
 	return d, blocks
+}
+
+// TestInsertLabelsAndBlocks: insertLabels and insertBlocks return, in
+// order, the id each label or digest has in the table, whether this call
+// inserted it or an earlier transaction did (those come from the SELECT
+// after the INSERT ... RETURNING), with repeated digests in wants.
+func TestInsertLabelsAndBlocks(t *testing.T) {
+	eachStore(t, func(t *testing.T, fx fixture) {
+		ctx := ctxT(t)
+		s := fx.open(t).(*sqlStore)
+		all := []string{"", "0", "1", "10", "2", "a", "b\u00e9", "x y", "zz"}
+		earlier := []string{"1", "a", "zz"}
+		sum := func(body string) [sha256.Size]byte { return sha256.Sum256([]byte(body)) }
+		var wantsEarlier, wantsAll []blockWant
+		for _, body := range []string{"b2", "b5"} {
+			wantsEarlier = append(wantsEarlier, blockWant{body: []byte(body), sum: sum(body)})
+		}
+		for i, body := range []string{"b1", "b2", "b3", "b2", "b4", "b5", "b1"} {
+			wantsAll = append(wantsAll, blockWant{z: int32(i), body: []byte(body), sum: sum(body)})
+		}
+		if err := s.b.write(ctx, func(q querier) error {
+			if _, err := insertLabels(ctx, q, earlier); err != nil {
+				return err
+			}
+			return insertBlocks(ctx, q, wantsEarlier, func(blockWant, int64) {})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		gotBlock := map[int32]int64{}
+		if err := s.b.write(ctx, func(q querier) (err error) {
+			if ids, err = insertLabels(ctx, q, all); err != nil {
+				return err
+			}
+			return insertBlocks(ctx, q, wantsAll, func(w blockWant, id int64) { gotBlock[w.z] = id })
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.b.read(ctx, func(q querier) error {
+			for i, w := range all {
+				var id int64
+				if err := q.queryRow(ctx, "SELECT id FROM influencer_labels WHERE label = ?", w).Scan(&id); err != nil {
+					return err
+				}
+				if ids[i] != id {
+					t.Errorf("label %q: insertLabels says id %d, the table %d", w, ids[i], id)
+				}
+			}
+			for _, w := range wantsAll {
+				var id int64
+				if err := q.queryRow(ctx, "SELECT id FROM influence_blocks WHERE digest = ?", w.sum[:]).Scan(&id); err != nil {
+					return err
+				}
+				if gotBlock[w.z] != id {
+					t.Errorf("block %q (want %d): insertBlocks says id %d, the table %d", w.body, w.z, gotBlock[w.z], id)
+				}
+			}
+			var n int
+			if err := q.queryRow(ctx, "SELECT COUNT(*) FROM influence_blocks").Scan(&n); err != nil || n != 5 {
+				t.Errorf("%d blocks recorded (%v), want 5", n, err)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -420,16 +420,36 @@ func (c *labelCache) learn(m map[string]int64) {
 		c.byID, c.byLabel = map[int64]string{}, map[string]int64{}
 	}
 	for w, id := range m {
-		c.byID[id] = w
-		if v, ok := decimalLabel(w); ok {
-			if v >= len(c.decimal) {
-				n := min(denseFoldLimit, max(v+1, 2*len(c.decimal), 1024))
-				c.decimal = append(c.decimal, make([]int64, n-len(c.decimal))...)
-			}
-			c.decimal[v] = id
-			continue
+		c.remember(w, id)
+	}
+}
+
+// remember records one committed pair; c.mu is held for writing.
+func (c *labelCache) remember(w string, id int64) {
+	c.byID[id] = w
+	if v, ok := decimalLabel(w); ok {
+		if v >= len(c.decimal) {
+			n := min(denseFoldLimit, max(v+1, 2*len(c.decimal), 1024))
+			c.decimal = append(c.decimal, make([]int64, n-len(c.decimal))...)
 		}
-		c.byLabel[w] = id
+		c.decimal[v] = id
+		return
+	}
+	c.byLabel[w] = id
+}
+
+// learnPairs records committed ids[i] of labels[i].
+func (c *labelCache) learnPairs(labels []string, ids []int64) {
+	if len(labels) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byID == nil {
+		c.byID, c.byLabel = map[int64]string{}, map[string]int64{}
+	}
+	for i, w := range labels {
+		c.remember(w, ids[i])
 	}
 }
 
@@ -501,42 +521,76 @@ func labelIDs(ctx context.Context, q querier, c *labelCache, sets [][]string, le
 	}
 	c.mu.RUnlock()
 	slices.Sort(missing)
-	if len(missing) == 0 {
-		return nil
+	ids, err := insertLabels(ctx, q, missing)
+	if err != nil {
+		return err
 	}
-	// The rows inserted come back from the INSERT itself; only labels
-	// another transaction inserted first (another process or handle) are
-	// read with a SELECT.
-	for lo := 0; lo < len(missing); lo += labelChunk {
-		part := missing[lo:min(lo+labelChunk, len(missing))]
+	for i, w := range missing {
+		learned[w] = ids[i]
+	}
+	return nil
+}
+
+// insertLabels returns the ids of labels (sorted bytewise, distinct, none
+// "*"), in order, assigning ids to those no transaction has recorded: one
+// INSERT ... ON CONFLICT DO NOTHING per chunk, in sorted order (so that
+// concurrent PostgreSQL transactions lock them in one order), whose
+// RETURNING rows give the new ids; only labels another transaction
+// inserted first (another process or handle) are read with a SELECT. The
+// ids may be this transaction's own: the caller publishes them after it
+// commits.
+func insertLabels(ctx context.Context, q querier, labels []string) ([]int64, error) {
+	if len(labels) == 0 {
+		return nil, nil
+	}
+	ids := make([]int64, len(labels))
+	// Rows come back in the order inserted in practice, so the label at
+	// the cursor is tried before a binary search (no map of a million
+	// labels for a batch's first release).
+	next := 0
+	put := func(id int64, w string) {
+		i := next
+		if i >= len(labels) || labels[i] != w {
+			var ok bool
+			if i, ok = slices.BinarySearch(labels, w); !ok {
+				return // not asked for: cannot happen
+			}
+		}
+		ids[i] = id
+		next = i + 1
+	}
+	for lo := 0; lo < len(labels); lo += labelChunk {
+		part := labels[lo:min(lo+labelChunk, len(labels))]
 		args := make([]any, len(part))
 		for i, w := range part {
 			args[i] = w
 		}
+		next = lo
 		rs, err := q.query(ctx, "INSERT INTO influencer_labels (label) VALUES (?)"+strings.Repeat(", (?)", len(part)-1)+
 			" ON CONFLICT (label) DO NOTHING RETURNING id, label", args...)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := scanLabels(rs, func(id int64, w string) { learned[w] = id }); err != nil {
-			return err
+		if err := scanLabels(rs, put); err != nil {
+			return nil, err
 		}
 	}
 	var others []string
-	for _, w := range missing {
-		if _, ok := learned[w]; !ok {
+	for i, w := range labels {
+		if ids[i] == 0 {
 			others = append(others, w)
 		}
 	}
-	if err := selectLabels(ctx, q, "label", others, func(id int64, w string) { learned[w] = id }); err != nil {
-		return err
+	next = 0
+	if err := selectLabels(ctx, q, "label", others, put); err != nil {
+		return nil, err
 	}
-	for _, w := range missing {
-		if _, ok := learned[w]; !ok {
-			return fmt.Errorf("ledger: influencer label %q has no id after inserting it", w)
+	for i, w := range labels {
+		if ids[i] == 0 {
+			return nil, fmt.Errorf("ledger: influencer label %q has no id after inserting it", w)
 		}
 	}
-	return nil
+	return ids, nil
 }
 
 // encodeInfl encodes a release's (normalized) influencers with the ids in
