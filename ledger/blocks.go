@@ -409,22 +409,24 @@ func insertBlocks(ctx context.Context, q querier, wants []blockWant, got func(w 
 		return nil
 	}
 	slices.SortFunc(wants, func(x, y blockWant) int { return bytes.Compare(x.sum[:], y.sum[:]) })
-	var uniq []blockWant
+	// uniq: the first want of each digest, by index (a copy of the wants
+	// would double the memory of a 10 M-node first release).
+	var uniq []int32
 	for i, w := range wants {
 		if i == 0 || w.sum != wants[i-1].sum {
-			uniq = append(uniq, w)
+			uniq = append(uniq, int32(i))
 		}
 	}
-	ids := make([]int64, len(uniq)) // of uniq[i]
+	ids := make([]int64, len(uniq)) // of wants[uniq[i]]
 	// Rows come back in the order inserted in practice: the digest at the
 	// cursor is tried before a binary search (no map of a million
 	// digests for a batch's first release).
 	next := 0
 	put := func(id int64, sum [sha256.Size]byte) {
 		i := next
-		if i >= len(uniq) || uniq[i].sum != sum {
+		if i >= len(uniq) || wants[uniq[i]].sum != sum {
 			var ok bool
-			if i, ok = slices.BinarySearchFunc(uniq, sum, func(w blockWant, t [sha256.Size]byte) int { return bytes.Compare(w.sum[:], t[:]) }); !ok {
+			if i, ok = slices.BinarySearchFunc(uniq, sum, func(k int32, t [sha256.Size]byte) int { return bytes.Compare(wants[k].sum[:], t[:]) }); !ok {
 				return // not asked for: cannot happen
 			}
 		}
@@ -435,8 +437,8 @@ func insertBlocks(ctx context.Context, q querier, wants []blockWant, got func(w 
 	for lo := 0; lo < len(uniq); lo += per {
 		part := uniq[lo:min(lo+per, len(uniq))]
 		args := make([]any, 0, 2*len(part))
-		for _, w := range part {
-			args = append(args, w.sum[:], w.body)
+		for _, k := range part {
+			args = append(args, wants[k].sum[:], wants[k].body)
 		}
 		next = lo
 		rs, err := q.query(ctx, "INSERT INTO influence_blocks (digest, body) VALUES (?, ?)"+strings.Repeat(", (?, ?)", len(part)-1)+
@@ -449,9 +451,9 @@ func insertBlocks(ctx context.Context, q querier, wants []blockWant, got func(w 
 		}
 	}
 	var others []any
-	for i, w := range uniq {
+	for i, k := range uniq {
 		if ids[i] == 0 {
-			others = append(others, w.sum[:])
+			others = append(others, wants[k].sum[:])
 		}
 	}
 	next = 0
@@ -467,7 +469,7 @@ func insertBlocks(ctx context.Context, q querier, wants []blockWant, got func(w 
 	}
 	j := 0 // wants and uniq are both in digest order
 	for _, w := range wants {
-		for uniq[j].sum != w.sum {
+		for wants[uniq[j]].sum != w.sum {
 			j++
 		}
 		if ids[j] == 0 {

@@ -45,6 +45,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"math/bits"
 	"slices"
 	"strings"
@@ -410,37 +412,22 @@ func (c *labelCache) label(id int64) (string, bool) {
 }
 
 // learn records committed (id, label) pairs.
-func (c *labelCache) learn(m map[string]int64) {
-	if len(m) == 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.byID == nil {
-		c.byID, c.byLabel = map[int64]string{}, map[string]int64{}
-	}
-	for w, id := range m {
-		c.remember(w, id)
-	}
-}
-
-// remember records one committed pair; c.mu is held for writing.
-func (c *labelCache) remember(w string, id int64) {
-	c.byID[id] = w
-	if v, ok := decimalLabel(w); ok {
-		if v >= len(c.decimal) {
-			n := min(denseFoldLimit, max(v+1, 2*len(c.decimal), 1024))
-			c.decimal = append(c.decimal, make([]int64, n-len(c.decimal))...)
-		}
-		c.decimal[v] = id
-		return
-	}
-	c.byLabel[w] = id
-}
+func (c *labelCache) learn(m map[string]int64) { c.learnSeq(len(m), maps.All(m)) }
 
 // learnPairs records committed ids[i] of labels[i].
 func (c *labelCache) learnPairs(labels []string, ids []int64) {
-	if len(labels) == 0 {
+	c.learnSeq(len(labels), func(yield func(string, int64) bool) {
+		for i, w := range labels {
+			if !yield(w, ids[i]) {
+				return
+			}
+		}
+	})
+}
+
+// learnSeq records the n committed (label, id) pairs of seq.
+func (c *labelCache) learnSeq(n int, seq iter.Seq2[string, int64]) {
+	if n == 0 {
 		return
 	}
 	c.mu.Lock()
@@ -448,8 +435,17 @@ func (c *labelCache) learnPairs(labels []string, ids []int64) {
 	if c.byID == nil {
 		c.byID, c.byLabel = map[int64]string{}, map[string]int64{}
 	}
-	for i, w := range labels {
-		c.remember(w, ids[i])
+	for w, id := range seq {
+		c.byID[id] = w
+		if v, ok := decimalLabel(w); ok {
+			if v >= len(c.decimal) {
+				n := min(denseFoldLimit, max(v+1, 2*len(c.decimal), 1024))
+				c.decimal = append(c.decimal, make([]int64, n-len(c.decimal))...)
+			}
+			c.decimal[v] = id
+			continue
+		}
+		c.byLabel[w] = id
 	}
 }
 
