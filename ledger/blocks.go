@@ -409,8 +409,7 @@ func insertBlocks(ctx context.Context, q querier, wants []blockWant, got func(w 
 		return nil
 	}
 	slices.SortFunc(wants, func(x, y blockWant) int { return bytes.Compare(x.sum[:], y.sum[:]) })
-	// uniq: the first want of each digest, by index (a copy of the wants
-	// would double the memory of a 10 M-node first release).
+	// uniq: the first want of each digest, by index (no copy of the wants).
 	var uniq []int32
 	for i, w := range wants {
 		if i == 0 || w.sum != wants[i-1].sum {
