@@ -215,6 +215,10 @@ func (br *blockReader) next(buf []byte, size int) ([]byte, error) {
 			}
 		}
 		if cut >= 0 {
+			// The stream's start is behind us once a block is returned: a
+			// first block shorter than a byte-order mark holds none, and a
+			// mark at the start of a later block is data, not skipped.
+			br.started = true
 			br.carry = append(br.carry, buf[cut+1:]...)
 			if br.err != nil {
 				// Keep the error for the next call; drop the partial line.

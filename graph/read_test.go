@@ -61,6 +61,25 @@ func TestLineEndsAndBOM(t *testing.T) {
 			})
 		}
 	}
+	// A mark after the start is data, whatever the block size (it was
+	// skipped at the start of a later block when the first block was
+	// shorter than the mark: found by TestParseMatchesReference).
+	for _, in := range []string{"\n\xEF\xBB\xBF", "\n\xEF\xBB\xBFa b\n", "1 2\n\xEF\xBB\xBFa b\n"} {
+		for _, bs := range []int{1, 2, 3, 4 << 20} {
+			withBlockSize(bs, func() {
+				g, _, err := Parse(strings.NewReader(in), "t")
+				if err == nil && g.N() > 0 {
+					if _, ok := g.ID("\ufeffa"); ok {
+						return
+					}
+				}
+				var le *LineError
+				if !errors.As(err, &le) || le.Line != 2 {
+					t.Fatalf("%q (block %d): %v, want the mark kept in line 2 (an error there, or the label \"\\ufeffa\")", in, bs, err)
+				}
+			})
+		}
+	}
 	// Line numbers count CR-only line ends.
 	_, _, err := Parse(strings.NewReader("1 2\r2 3\r4\r"), "t")
 	if err == nil || !strings.Contains(err.Error(), "t:3: expected two node labels") {
