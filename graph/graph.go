@@ -11,7 +11,6 @@
 package graph
 
 import (
-	"bytes"
 	"errors"
 	"slices"
 	"strconv"
@@ -114,20 +113,42 @@ func (g *Graph) Labels() []string { return g.labels }
 // scattered inserts, which keeps a large batch's write volume linear in
 // its size (release.Recommender.Stream's documentation has the figures).
 func (g *Graph) ByLabel() []int32 {
+	if g.labels == nil {
+		return decimalLexOrder(g.N())
+	}
 	ids := make([]int32, g.N())
 	for i := range ids {
 		ids[i] = int32(i)
 	}
-	if g.labels == nil {
-		// Decimal ids 0..n-1: bytewise order compares digits, so sort the
-		// formatted ids; they are short, compare them without allocating.
-		var a, b [20]byte
-		slices.SortFunc(ids, func(x, y int32) int {
-			return bytes.Compare(strconv.AppendInt(a[:0], int64(x), 10), strconv.AppendInt(b[:0], int64(y), 10))
-		})
+	slices.SortFunc(ids, func(x, y int32) int { return strings.Compare(g.labels[x], g.labels[y]) })
+	return ids
+}
+
+// decimalLexOrder returns 0..n-1 ordered by their decimal strings,
+// bytewise ("0", "1", "10", "100", ..., "11", ..., "2", ...), in O(n)
+// without sorting: a preorder walk of the decimal trie of 1..n-1 after "0".
+// (Sorting ten million formatted ids took 12 s.)
+func decimalLexOrder(n int) []int32 {
+	ids := make([]int32, 0, n)
+	if n == 0 {
 		return ids
 	}
-	slices.SortFunc(ids, func(x, y int32) int { return strings.Compare(g.labels[x], g.labels[y]) })
+	ids = append(ids, 0)
+	last := n - 1
+	cur := 1
+	for len(ids) < n {
+		ids = append(ids, int32(cur))
+		if cur <= last/10 { // cur*10 <= last: descend to the first child
+			cur *= 10
+			continue
+		}
+		// Climb while cur is the last sibling (digit 9) or its next sibling
+		// is beyond last, then step to the next sibling.
+		for cur%10 == 9 || cur+1 > last {
+			cur /= 10
+		}
+		cur++
+	}
 	return ids
 }
 

@@ -2,6 +2,8 @@ package graph
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -215,3 +217,30 @@ func TestByLabelProperty(t *testing.T) {
 		}
 	})
 }
+
+// TestDecimalLexOrder: the O(n) walk equals sorting the formatted ids
+// bytewise, for every n up to 2,100 and around powers of ten.
+func TestDecimalLexOrder(t *testing.T) {
+	ns := []int{}
+	for n := 0; n <= 2100; n++ {
+		ns = append(ns, n)
+	}
+	for _, p := range []int{10000, 100000} {
+		ns = append(ns, p-1, p, p+1, p+7)
+	}
+	for _, n := range ns {
+		got := decimalLexOrder(n)
+		want := make([]int32, n)
+		for i := range want {
+			want[i] = int32(i)
+		}
+		slices.SortFunc(want, func(x, y int32) int {
+			return strings.Compare(strconv.Itoa(int(x)), strconv.Itoa(int(y)))
+		})
+		if !slices.Equal(got, want) {
+			t.Fatalf("n = %d: got %v, want %v", n, head(got), head(want))
+		}
+	}
+}
+
+func head(a []int32) []int32 { return a[:min(len(a), 20)] }
