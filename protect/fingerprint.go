@@ -1,11 +1,16 @@
 package protect
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"hash"
+	"runtime"
+	"strconv"
 
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/par"
 )
 
 // Fingerprint identifies the invariant data of (g, s): the node labels in
@@ -18,52 +23,94 @@ import (
 // data. O(labels + edges + marks).
 func Fingerprint(g *graph.Graph, s *Set) string {
 	h := sha256.New()
-	var buf []byte
-	flush := func() {
-		h.Write(buf)
-		buf = buf[:0]
-	}
-	buf = append(buf, "dplp-data-v1\x00"...)
-	buf = binary.AppendUvarint(buf, uint64(g.N()))
-	for u := 0; u < g.N(); u++ {
-		l := g.Label(int32(u))
-		buf = binary.AppendUvarint(buf, uint64(len(l)))
-		buf = append(buf, l...)
-		if len(buf) > 1<<16 {
-			flush()
-		}
-	}
-	// Public adjacency, then marks, each list prefixed by its length.
-	for u := 0; u < g.N(); u++ {
-		nb := g.Neighbors(int32(u))
-		pub := 0
-		for _, v := range nb {
-			if s == nil || !s.Has(int32(u), v) {
-				pub++
+	hdr := append([]byte("dplp-data-v1\x00"), binary.AppendUvarint(nil, uint64(g.N()))...)
+	h.Write(hdr)
+	labels := g.Labels()
+	hashChunks(h, g.N(), func(buf []byte, lo, hi int) []byte {
+		for u := lo; u < hi; u++ {
+			if labels == nil { // decimal ids: the label is the id
+				var d [20]byte
+				l := strconv.AppendInt(d[:0], int64(u), 10)
+				buf = binary.AppendUvarint(buf, uint64(len(l)))
+				buf = append(buf, l...)
+				continue
 			}
+			buf = binary.AppendUvarint(buf, uint64(len(labels[u])))
+			buf = append(buf, labels[u]...)
 		}
-		buf = binary.AppendUvarint(buf, uint64(pub))
-		for _, v := range nb {
-			if s == nil || !s.Has(int32(u), v) {
+		return buf
+	})
+	// Public adjacency, then marks, each list prefixed by its length.
+	hashChunks(h, g.N(), func(buf []byte, lo, hi int) []byte {
+		for u := lo; u < hi; u++ {
+			nb := g.Neighbors(int32(u))
+			var pr []int32
+			if s != nil && u < s.N() {
+				pr = s.Of(int32(u)) // the set is symmetric: {u,v} protected iff v in prot(u)
+			}
+			buf = binary.AppendUvarint(buf, uint64(len(nb)-countCommon(nb, pr)))
+			j := 0
+			for _, v := range nb {
+				for j < len(pr) && pr[j] < v {
+					j++
+				}
+				if j < len(pr) && pr[j] == v {
+					continue
+				}
 				buf = binary.AppendUvarint(buf, uint64(v))
 			}
 		}
-		if len(buf) > 1<<16 {
-			flush()
-		}
-	}
+		return buf
+	})
 	if s != nil {
-		for w := 0; w < s.N(); w++ {
-			m := s.Of(int32(w))
-			buf = binary.AppendUvarint(buf, uint64(len(m)))
-			for _, x := range m {
-				buf = binary.AppendUvarint(buf, uint64(x))
+		hashChunks(h, s.N(), func(buf []byte, lo, hi int) []byte {
+			for w := lo; w < hi; w++ {
+				m := s.Of(int32(w))
+				buf = binary.AppendUvarint(buf, uint64(len(m)))
+				for _, x := range m {
+					buf = binary.AppendUvarint(buf, uint64(x))
+				}
 			}
-			if len(buf) > 1<<16 {
-				flush()
-			}
+			return buf
+		})
+	}
+	return "v1:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// countCommon is |a ∩ b| for ascending lists.
+func countCommon(a, b []int32) int {
+	n, j := 0, 0
+	for _, x := range a {
+		for j < len(b) && b[j] < x {
+			j++
+		}
+		if j < len(b) && b[j] == x {
+			n++
 		}
 	}
-	flush()
-	return "v1:" + hex.EncodeToString(h.Sum(nil))
+	return n
+}
+
+// fingerprintChunk is the nodes one encoding task covers.
+const fingerprintChunk = 1 << 14
+
+// hashChunks writes to h the encodings of nodes 0..n-1 that enc appends,
+// in node order: chunks are encoded on all cores a window at a time and
+// hashed in order, so the digest is that of the sequential encoding and the
+// memory is a window's encodings.
+func hashChunks(h hash.Hash, n int, enc func(buf []byte, lo, hi int) []byte) {
+	chunks := (n + fingerprintChunk - 1) / fingerprintChunk
+	window := 4 * runtime.GOMAXPROCS(0)
+	bufs := make([][]byte, window)
+	for c0 := 0; c0 < chunks; c0 += window {
+		m := min(window, chunks-c0)
+		_ = par.Run(context.Background(), m, par.Options{}, func(int) struct{} { return struct{}{} }, func(_ struct{}, i int) error {
+			lo := (c0 + i) * fingerprintChunk
+			bufs[i] = enc(bufs[i][:0], lo, min(n, lo+fingerprintChunk))
+			return nil
+		})
+		for _, b := range bufs[:m] {
+			h.Write(b)
+		}
+	}
 }
