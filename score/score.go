@@ -20,15 +20,15 @@ package score
 
 import (
 	"context"
-
 	"fmt"
-	"github.com/dplp/dplp/internal/par"
 	"math"
 	"slices"
 	"strings"
 	"sync"
 
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/hugepage"
+	"github.com/dplp/dplp/internal/par"
 	"github.com/dplp/dplp/protect"
 )
 
@@ -152,6 +152,8 @@ func (s *Scorer) split() {
 	s.sp = make([]span, n)
 	s.deg = make([]int32, n)
 	s.pubDeg = make([]int32, n)
+	hugepage.Slice(s.adj) // scoring reads the lists of random nodes z
+	hugepage.Slice(s.sp)
 	for z := int32(0); int(z) < n; z++ {
 		nb, pr := g.Neighbors(z), p.Of(z)
 		lo := g.Off[z]
@@ -216,6 +218,7 @@ func (s *Scorer) weights(f func(int32) float64) []weight {
 		return f(d)
 	}
 	wt := make([]weight, s.n)
+	hugepage.Slice(wt)
 	for z := range wt {
 		wt[z] = weight{w: safe(s.deg[z], 1), pub: [2]float64{safe(s.pubDeg[z], 0), safe(s.pubDeg[z]+1, 0)}}
 	}
@@ -297,8 +300,12 @@ func (s *Scorer) sensitivities() {
 		return
 	}
 	parallelNodes(n, func() func(u int32) {
-		cnt := make([]uint64, pow2(n))
+		// Counts are at most deg(u) < 2^31: 32-bit counters halve the
+		// memory the scatter touches.
+		cnt := make([]uint32, pow2(n))
 		touched := make([]int32, pow2(n))
+		hugepage.Slice(cnt)
+		hugepage.Slice(touched)
 		return func(u int32) {
 			b, c := s.bc(u, cnt, touched)
 			var d float64
@@ -318,7 +325,7 @@ func (s *Scorer) sensitivities() {
 // bc computes b(u) and c(u): c(u) counts, for every w, the x in N(u) with w
 // in prot(x), in a dense counter (zero on entry and exit; both slices of
 // power-of-two length > N, as for addCounts).
-func (s *Scorer) bc(u int32, cnt []uint64, touched []int32) (b, c int) {
+func (s *Scorer) bc(u int32, cnt []uint32, touched []int32) (b, c int) {
 	p := s.p
 	nt := 0
 	for _, x := range s.adj[s.off[u]:s.off[u+1]] {

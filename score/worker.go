@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"unsafe"
 
+	"github.com/dplp/dplp/internal/hugepage"
 	"github.com/dplp/dplp/internal/par"
 )
 
@@ -76,6 +77,11 @@ func (s *Scorer) NewWorker() *Worker {
 	case Bounded:
 		w.dense = make([]float64, s.n)
 	}
+	hugepage.Slice(w.stamp)
+	hugepage.Slice(w.touched)
+	hugepage.Slice(w.cnt)
+	hugepage.Slice(w.cnt32)
+	hugepage.Slice(w.acc)
 	return w
 }
 
