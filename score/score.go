@@ -299,15 +299,25 @@ func (s *Scorer) sensitivities() {
 		s.paSensitivities()
 		return
 	}
+	// A count is at most deg(u): 16-bit counters when every degree fits,
+	// else 32-bit ones (deg < 2^31), to keep the memory the scatter
+	// touches small.
+	if s.maxDeg < 1<<16 {
+		sensitivitiesWith[uint16](s)
+	} else {
+		sensitivitiesWith[uint32](s)
+	}
+}
+
+func sensitivitiesWith[T ~uint16 | ~uint32](s *Scorer) {
+	n := s.n
 	parallelNodes(n, func() func(u int32) {
-		// Counts are at most deg(u) < 2^31: 32-bit counters halve the
-		// memory the scatter touches.
-		cnt := make([]uint32, pow2(n))
+		cnt := make([]T, pow2(n))
 		touched := make([]int32, pow2(n))
 		hugepage.Slice(cnt)
 		hugepage.Slice(touched)
 		return func(u int32) {
-			b, c := s.bc(u, cnt, touched)
+			b, c := bc(s, u, cnt, touched)
 			var d float64
 			switch s.kind {
 			case CN:
@@ -324,8 +334,8 @@ func (s *Scorer) sensitivities() {
 
 // bc computes b(u) and c(u): c(u) counts, for every w, the x in N(u) with w
 // in prot(x), in a dense counter (zero on entry and exit; both slices of
-// power-of-two length > N, as for addCounts).
-func (s *Scorer) bc(u int32, cnt []uint32, touched []int32) (b, c int) {
+// power-of-two length > N, as for addCounts) whose counts may reach deg(u).
+func bc[T ~uint16 | ~uint32](s *Scorer, u int32, cnt []T, touched []int32) (b, c int) {
 	p := s.p
 	nt := 0
 	for _, x := range s.adj[s.off[u]:s.off[u+1]] {

@@ -487,3 +487,43 @@ func TestNewErrors(t *testing.T) {
 		t.Error("Pair with invalid kind not NaN")
 	}
 }
+
+// TestSensitivityCounterWidths: the sensitivity pass gives the same DeltaS
+// with 16-bit counters (used when every degree is below 2^16) and 32-bit
+// ones (larger degrees), and both match b(u) and c(u) counted from their
+// definitions (privacy-model §4).
+func TestSensitivityCounterWidths(t *testing.T) {
+	rng := randx.Seeded(23)
+	for gi := range 12 {
+		n := 8 + gi*3
+		g, p, _ := randomInstance(t, rng, n, 0.4, 0.4, 0.3)
+		for _, k := range []Kind{CN, AA, RA} {
+			sc, err := New(g, p, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			narrow := slices.Clone(sc.deltaS)
+			sensitivitiesWith[uint32](sc)
+			if !slices.Equal(narrow, sc.deltaS) {
+				t.Fatalf("%v graph %d: 16-bit %v, 32-bit %v", k, gi, narrow, sc.deltaS)
+			}
+			for u := int32(0); int(u) < n; u++ {
+				b, c := 0, 0
+				cnt := map[int32]int{}
+				for _, x := range g.Neighbors(u) {
+					for _, w := range p.Of(x) {
+						if w != u {
+							b = 1
+							cnt[w]++
+							c = max(c, cnt[w])
+						}
+					}
+				}
+				want := map[Kind]float64{CN: float64(max(b, c)), AA: float64(b+c) / math.Ln2, RA: float64(b+c) / 2}[k]
+				if sc.deltaS[u] != want {
+					t.Fatalf("%v graph %d u %d: DeltaS %v, from the definition %v (b %d, c %d)", k, gi, u, sc.deltaS[u], want, b, c)
+				}
+			}
+		}
+	}
+}

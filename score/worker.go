@@ -198,6 +198,10 @@ func (s *Scorer) listStart(z int32) (unsafe.Pointer, int) {
 // cache.
 type counter interface{ ~uint32 | ~uint64 }
 
+// word is any counter addCounts can add to: the counters, and the plain
+// 16-bit counts of the sensitivity pass.
+type word interface{ ~uint16 | ~uint32 | ~uint64 }
+
 // halfBits is the width of a counter's half: 16 or 32 (a constant in each
 // instantiation).
 func halfBits[T counter]() uint { return uint(unsafe.Sizeof(T(0))) * 4 }
@@ -332,7 +336,7 @@ func extractJC[T counter](cands []int32, sc, pub []float64, cnt []T, vs []int32,
 // the loop's variables spill to the stack (AA measured about 2x slower).
 //
 //go:noinline
-func addCounts[T counter](cnt []T, tch []int32, vs []int32, inc T, nt int) int {
+func addCounts[T word](cnt []T, tch []int32, vs []int32, inc T, nt int) int {
 	mask, tmask := len(cnt)-1, len(tch)-1
 	if mask < 0 || tmask < 0 {
 		return nt // unreachable (lengths are powers of two); proves the masks non-negative
