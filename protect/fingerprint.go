@@ -42,21 +42,15 @@ func Fingerprint(g *graph.Graph, s *Set) string {
 	})
 	// Public adjacency, then marks, each list prefixed by its length.
 	hashChunks(h, g.N(), func(buf []byte, lo, hi int) []byte {
+		var pub []int32
 		for u := lo; u < hi; u++ {
-			nb := g.Neighbors(int32(u))
 			var pr []int32
 			if s != nil && u < s.N() {
 				pr = s.Of(int32(u)) // the set is symmetric: {u,v} protected iff v in prot(u)
 			}
-			buf = binary.AppendUvarint(buf, uint64(len(nb)-countCommon(nb, pr)))
-			j := 0
-			for _, v := range nb {
-				for j < len(pr) && pr[j] < v {
-					j++
-				}
-				if j < len(pr) && pr[j] == v {
-					continue
-				}
+			pub = minus(pub, g.Neighbors(int32(u)), pr)
+			buf = binary.AppendUvarint(buf, uint64(len(pub)))
+			for _, v := range pub {
 				buf = binary.AppendUvarint(buf, uint64(v))
 			}
 		}
@@ -77,18 +71,19 @@ func Fingerprint(g *graph.Graph, s *Set) string {
 	return "v1:" + hex.EncodeToString(h.Sum(nil))
 }
 
-// countCommon is |a ∩ b| for ascending lists.
-func countCommon(a, b []int32) int {
-	n, j := 0, 0
+// minus returns the ascending a \ b (both ascending), written into dst[:0].
+func minus(dst, a, b []int32) []int32 {
+	dst = dst[:0]
+	j := 0
 	for _, x := range a {
 		for j < len(b) && b[j] < x {
 			j++
 		}
-		if j < len(b) && b[j] == x {
-			n++
+		if j == len(b) || b[j] != x {
+			dst = append(dst, x)
 		}
 	}
-	return n
+	return dst
 }
 
 // fingerprintChunk is the nodes one encoding task covers.
