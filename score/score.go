@@ -147,44 +147,51 @@ func (s *Scorer) Graph() *graph.Graph { return s.g }
 // split partitions every adjacency list into non-protected and protected
 // neighbours by merging it with the sorted prot(z).
 func (s *Scorer) split() {
-	g, p, n := s.g, s.p, s.n
+	g, n := s.g, s.n
 	s.adj = make([]int32, len(g.Adj))
 	s.sp = make([]span, n)
 	s.deg = make([]int32, n)
 	s.pubDeg = make([]int32, n)
 	hugepage.Slice(s.adj) // scoring reads the lists of random nodes z
 	hugepage.Slice(s.sp)
-	for z := int32(0); int(z) < n; z++ {
-		nb, pr := g.Neighbors(z), p.Of(z)
-		lo := g.Off[z]
-		out := s.adj[lo:g.Off[z+1]]
-		np := 0
-		for _, x := range nb {
-			for len(pr) > 0 && pr[0] < x {
-				pr = pr[1:]
-			}
-			if len(pr) == 0 || pr[0] != x {
-				out[np] = x
-				np++
-			}
-		}
-		// Second pass for the protected part keeps both parts ascending.
-		k := np
-		pr = p.Of(z)
-		for _, x := range nb {
-			for len(pr) > 0 && pr[0] < x {
-				pr = pr[1:]
-			}
-			if len(pr) > 0 && pr[0] == x {
-				out[k] = x
-				k++
-			}
-		}
-		s.sp[z] = span{lo: lo, np: int32(np), deg: int32(len(nb))}
-		s.deg[z] = int32(len(nb))
-		s.pubDeg[z] = int32(np)
-		s.maxDeg = max(s.maxDeg, int32(len(nb)))
+	// Each node writes only its own list and entries: on all cores.
+	parallelNodes(n, func() func(z int32) { return s.splitNode })
+	for _, d := range s.deg {
+		s.maxDeg = max(s.maxDeg, d)
 	}
+}
+
+// splitNode is split for node z.
+func (s *Scorer) splitNode(z int32) {
+	g, p := s.g, s.p
+	nb, pr := g.Neighbors(z), p.Of(z)
+	lo := g.Off[z]
+	out := s.adj[lo:g.Off[z+1]]
+	np := 0
+	for _, x := range nb {
+		for len(pr) > 0 && pr[0] < x {
+			pr = pr[1:]
+		}
+		if len(pr) == 0 || pr[0] != x {
+			out[np] = x
+			np++
+		}
+	}
+	// Second pass for the protected part keeps both parts ascending.
+	k := np
+	pr = p.Of(z)
+	for _, x := range nb {
+		for len(pr) > 0 && pr[0] < x {
+			pr = pr[1:]
+		}
+		if len(pr) > 0 && pr[0] == x {
+			out[k] = x
+			k++
+		}
+	}
+	s.sp[z] = span{lo: lo, np: int32(np), deg: int32(len(nb))}
+	s.deg[z] = int32(len(nb))
+	s.pubDeg[z] = int32(np)
 }
 
 // span locates node z's neighbours in Scorer.adj: adj[lo:lo+np] are the
