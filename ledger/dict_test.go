@@ -386,3 +386,42 @@ func TestInsertLabelsAndBlocks(t *testing.T) {
 		}
 	})
 }
+
+// TestDigestOrder: digestOrder lists the wants in full-digest order,
+// digests sharing their 8-byte prefix included (the tie-break on the whole
+// digest), repeated digests next to each other, and leaves wants as given.
+func TestDigestOrder(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 60).Draw(t, "n")
+		wants := make([]blockWant, n)
+		for i := range wants {
+			var sum [sha256.Size]byte
+			// Few distinct bytes: equal prefixes and equal digests are common.
+			for j := range sum {
+				if j < 8 || rapid.Bool().Draw(t, "vary") {
+					sum[j] = byte(rapid.IntRange(0, 1).Draw(t, "b"))
+				}
+			}
+			wants[i] = blockWant{z: int32(i), sum: sum}
+		}
+		ord := digestOrder(wants)
+		for i, w := range wants {
+			if w.z != int32(i) {
+				t.Fatal("wants reordered")
+			}
+		}
+		if len(ord) != n {
+			t.Fatalf("%d indexes for %d wants", len(ord), n)
+		}
+		seen := make([]bool, n)
+		for j, k := range ord {
+			if seen[k] {
+				t.Fatalf("index %d twice", k)
+			}
+			seen[k] = true
+			if j > 0 && strings.Compare(string(wants[ord[j-1]].sum[:]), string(wants[k].sum[:])) > 0 {
+				t.Fatalf("position %d: digest %x after %x", j, wants[k].sum, wants[ord[j-1]].sum)
+			}
+		}
+	})
+}
