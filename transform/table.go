@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 )
 
 // Table is the deployed form of a transform (privacy-model §5): values
@@ -16,6 +17,23 @@ import (
 type Table struct {
 	v      []float64
 	margin float64 // rounding allowance added to Delta, see Delta
+	// memo holds recent Delta results by dx (direct-mapped): a release
+	// calls Delta once per list, and dx = Delta_s(u)/S_max(u) takes few
+	// distinct values (both are counts, or counts times a constant), while
+	// one evaluation costs 2m Evals. An entry is the value delta computed
+	// for exactly those bits of dx, so a hit returns the same float64.
+	memo *[deltaSlots]atomic.Pointer[deltaEntry]
+}
+
+// deltaSlots is the size of a Table's Delta memo.
+const (
+	deltaBits  = 10
+	deltaSlots = 1 << deltaBits
+)
+
+type deltaEntry struct {
+	dx uint64 // math.Float64bits of the argument
+	d  float64
 }
 
 // Compile evaluates t at grid >= 2 uniform points of [0, 1] and enforces
@@ -71,7 +89,7 @@ func newTable(v []float64) *Table {
 	// steepest slope); a generous multiple of both keeps every
 	// floating-point difference Eval(x+dx) - Eval(x) below Delta.
 	const eps = 0x1p-52
-	return &Table{v: v, margin: 16 * eps * (float64(m)*maxStep + mag)}
+	return &Table{v: v, margin: 16 * eps * (float64(m)*maxStep + mag), memo: new([deltaSlots]atomic.Pointer[deltaEntry])}
 }
 
 // Len returns the number of grid points.
@@ -153,9 +171,28 @@ func (t *Table) AppendRatios(dst []float64, s []float64, idx []int, den float64)
 // The result is increased by a tiny rounding allowance (about 1e-12 relative
 // to the table's range, fixed per table) so that floating-point evaluations of
 // Eval(min(x+dx,1)) - Eval(x) never exceed it.
+//
+// Results are memoised by the bits of dx (a hit returns exactly what delta
+// computed for that dx), so repeated calls cost a hash and a load.
 func (t *Table) Delta(dx float64) float64 {
+	if t.memo == nil { // not built by newTable
+		d, _ := t.delta(dx)
+		return d
+	}
+	key := math.Float64bits(dx)
+	slot := &t.memo[deltaSlot(key)]
+	if e := slot.Load(); e != nil && e.dx == key {
+		return e.d
+	}
 	d, _ := t.delta(dx)
+	slot.Store(&deltaEntry{dx: key, d: d})
 	return d
+}
+
+// deltaSlot hashes dx's bits to a memo slot (Fibonacci hashing: the high
+// bits of the product mix every bit of the key).
+func deltaSlot(key uint64) uint64 {
+	return (key * 0x9E3779B97F4A7C15) >> (64 - deltaBits)
 }
 
 // delta also returns the maximising x (NaN for the special cases).

@@ -1,7 +1,9 @@
 package transform
 
 import (
+	"fmt"
 	"math"
+	"sync"
 	"testing"
 
 	"pgregory.net/rapid"
@@ -186,4 +188,58 @@ func TestAppendRatiosMatchesEval(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDeltaMemo: Delta through the memo returns bit for bit what delta
+// computes, for dx values that repeat, that share a memo slot (found by
+// search), and for the special cases, from several goroutines at once.
+func TestDeltaMemo(t *testing.T) {
+	vals := make([]float64, 300)
+	for i := range vals {
+		vals[i] = math.Sqrt(float64(i)) + 0.01*float64(i) + 0.3*float64(i/7) // uneven slopes
+	}
+	tab, err := NewTable(vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// dx values: special cases, a few that recur, and pairs that collide.
+	dxs := []float64{0, math.Copysign(0, -1), -1, math.NaN(), 1, 2, math.Inf(1), 0.5, 0.25, 1.0 / 3}
+	bySlot := map[uint64]float64{}
+	for i := 1; len(dxs) < 200 && i < 1_000_000; i++ {
+		dx := float64(i) / 1_000_003
+		s := deltaSlot(math.Float64bits(dx))
+		if other, ok := bySlot[s]; ok {
+			dxs = append(dxs, other, dx) // two keys for one slot
+			delete(bySlot, s)
+			continue
+		}
+		bySlot[s] = dx
+	}
+	want := make([]uint64, len(dxs))
+	for i, dx := range dxs {
+		d, _ := tab.delta(dx)
+		want[i] = math.Float64bits(d)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for round := 0; round < 50; round++ {
+				for k := range dxs {
+					i := (k*(g+1) + round) % len(dxs) // interleave the colliding keys
+					if got := math.Float64bits(tab.Delta(dxs[i])); got != want[i] {
+						errs <- fmt.Sprintf("Delta(%v) = %v, delta gives %v", dxs[i], math.Float64frombits(got), math.Float64frombits(want[i]))
+						return
+					}
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
 }
