@@ -51,6 +51,16 @@ func (u *Utilities) Validate() error {
 			return invalid("utility %d is %v", i, v)
 		}
 	}
+	return u.ValidateBlocks()
+}
+
+// ValidateBlocks is Validate without the individual values: the blocks'
+// values and sizes and the number of candidates. A sampler that checks
+// every individual value as it reads it (mech/exact) calls this first.
+func (u *Utilities) ValidateBlocks() error {
+	if u == nil {
+		return invalid("nil utilities")
+	}
 	n := len(u.Vals)
 	for b, blk := range u.Blocks {
 		if math.IsNaN(blk.Val) || math.IsInf(blk.Val, 0) {

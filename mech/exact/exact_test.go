@@ -557,3 +557,66 @@ func TestValidation(t *testing.T) {
 		t.Fatal("repeated list accepted")
 	}
 }
+
+// TestQuo: the reciprocal quotient equals d / l for bucket widths from 1 to
+// 2^40 (the range New allows) and distances at, around and between
+// multiples of l, up to 2^63-1.
+func TestQuo(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	ls := []int64{1, 2, 3, 5, 7, 10, 64, 1000, 1023, 1 << 20, 1<<20 + 1, 1<<40 - 1, 1 << 40}
+	for range 40 {
+		ls = append(ls, 2+r.Int64N(1<<40))
+	}
+	for _, l := range ls {
+		s := &Sampler{l: l}
+		if l >= 2 {
+			s.linv = ^uint64(0) / uint64(l)
+		}
+		ds := []int64{0, 1, l - 1, l, l + 1, 1<<62 - 1, 1 << 62, 1<<63 - 1}
+		for range 2000 {
+			q := r.Int64N((1<<63 - 1) / l)
+			ds = append(ds, q*l-1, q*l, q*l+l-1, r.Int64N(1<<63-1), r.Int64N(64*l))
+		}
+		for _, d := range ds {
+			if d < 0 {
+				continue
+			}
+			if got, want := s.quo(d), d/l; got != want {
+				t.Fatalf("l=%d d=%d: quo %d, d/l %d", l, d, got, want)
+			}
+		}
+	}
+}
+
+// TestValidationMatchesValidate: TopK checks individual values while it
+// puts them on the grid; its errors are still Validate's, in Validate's
+// order (an invalid value before an invalid block), on both paths.
+func TestValidationMatchesValidate(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	cases := []*mech.Utilities{
+		nil,
+		{Vals: []float64{1, nan}},
+		{Vals: []float64{-inf, 2}},
+		{Vals: []float64{1}, Blocks: []mech.Block{{Val: inf, Size: 2}}},
+		{Vals: []float64{1}, Blocks: []mech.Block{{Val: 0, Size: -1}}},
+		{Vals: []float64{nan}, Blocks: []mech.Block{{Val: 0, Size: -1}}},
+		{Vals: []float64{1e300, nan}},
+		{Vals: []float64{1}, Blocks: []mech.Block{{Val: 1, Size: math.MaxInt32}}},
+	}
+	for _, delta := range []float64{0, 1} {
+		s, err := New(1, delta, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, u := range cases {
+			want := u.Validate()
+			if want == nil {
+				t.Fatalf("case %d: Validate accepts it", i)
+			}
+			_, got := s.TopK(u, 2, reader(1), nil)
+			if got == nil || got.Error() != want.Error() {
+				t.Errorf("delta %v case %d: TopK error %v, Validate %v", delta, i, got, want)
+			}
+		}
+	}
+}

@@ -42,6 +42,7 @@ type Sampler struct {
 	x          uint64 // base b = x / 2^64
 	bq         u128   // b in Q127 (exact)
 	l          int64  // bucket width in grid units: b^l <= 2^-s
+	linv       uint64 // floor((2^64-1)/l) for l >= 2 (quo), 0 for l = 1
 	s          uint   // bits per bucket
 	epsPick    float64
 	epsRat     *big.Rat // rigorous upper bound of 2*dg*ln(1/b), exact rational
@@ -99,6 +100,9 @@ func New(eps, delta float64, opts *Options) (*Sampler, error) {
 	}
 	s.x, s.epsRat, s.epsPick, s.l, s.s = bp.x, bp.epsRat, bp.epsPick, bp.l, bp.s
 	s.bq = u128{hi: s.x >> 1, lo: s.x << 63}
+	if s.l >= 2 {
+		s.linv = ^uint64(0) / uint64(s.l)
+	}
 	return s, nil
 }
 

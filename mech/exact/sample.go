@@ -73,8 +73,10 @@ func (s *Sampler) TopK(u *mech.Utilities, k int, r io.Reader, dst []int) ([]int,
 	if r == nil {
 		return dst, invalid("nil random source")
 	}
-	if err := u.Validate(); err != nil {
-		return dst, err
+	// The blocks are checked here, the individual values as they are put
+	// on the grid (gridAll), with Validate's errors.
+	if err := u.ValidateBlocks(); err != nil {
+		return dst, u.Validate() // the same error Validate gives (an invalid value first)
 	}
 	w := pool.Get().(*workspace)
 	defer pool.Put(w)
@@ -95,9 +97,13 @@ func (s *Sampler) TopK(u *mech.Utilities, k int, r io.Reader, dst []int) ([]int,
 		base += b.Size
 	}
 	if s.zero {
+		if err := u.Validate(); err != nil {
+			return dst, err
+		}
 		return s.topExact(w, u, k, dst)
 	}
-	if err := s.gridAll(w, u); err != nil {
+	mx, err := s.gridAll(w, u)
+	if err != nil {
 		return dst, err
 	}
 	w.jc = (62 - bits.Len(uint(n))) / int(s.s)
@@ -106,7 +112,7 @@ func (s *Sampler) TopK(u *mech.Utilities, k int, r io.Reader, dst []int) ([]int,
 	for i := range u.Vals {
 		w.tmp = append(w.tmp, int32(i))
 	}
-	s.build(w, w.tmp)
+	s.build(w, w.tmp, mx)
 	rs := &w.src
 	for len(dst) < k {
 		j0 := 0
@@ -209,25 +215,40 @@ func (s *Sampler) accept(rs *src, d int64, j, jc int) bool {
 	return s.bernPow(rs, d, t)
 }
 
-// gridAll converts every utility to the grid once.
-func (s *Sampler) gridAll(w *workspace, u *mech.Utilities) error {
+// gridAll converts every utility to the grid once and returns the largest
+// grid value of the individuals and of the blocks with members (the
+// maximum build needs first). A value toGrid refuses is reported with
+// Validate's error when Validate has one (a NaN or infinite utility), else
+// as beyond the grid.
+func (s *Sampler) gridAll(w *workspace, u *mech.Utilities) (int64, error) {
+	mx := int64(-maxGrid)
 	w.gv = w.gv[:0]
 	for i, v := range u.Vals {
 		g, ok := toGrid(v, s.e)
 		if !ok {
-			return invalid("utility %d = %v is beyond 2^61 grid steps of %v", i, v, s.GridStep())
+			if err := u.Validate(); err != nil {
+				return 0, err
+			}
+			return 0, invalid("utility %d = %v is beyond 2^61 grid steps of %v", i, v, s.GridStep())
 		}
+		mx = max(mx, g)
 		w.gv = append(w.gv, g)
 	}
 	w.bgv = w.bgv[:0]
 	for b, blk := range u.Blocks {
 		g, ok := toGrid(blk.Val, s.e)
 		if !ok {
-			return invalid("block %d value %v is beyond 2^61 grid steps of %v", b, blk.Val, s.GridStep())
+			if err := u.Validate(); err != nil {
+				return 0, err
+			}
+			return 0, invalid("block %d value %v is beyond 2^61 grid steps of %v", b, blk.Val, s.GridStep())
+		}
+		if blk.Size > 0 {
+			mx = max(mx, g)
 		}
 		w.bgv = append(w.bgv, g)
 	}
-	return nil
+	return mx, nil
 }
 
 // keysAll converts every utility to its order key once (Delta == 0).
@@ -247,16 +268,10 @@ func keysAll(w *workspace, u *mech.Utilities) {
 // It runs once per list over every candidate (again on a rebase), so each
 // individual's bucket is computed once, with a division only when the
 // individual is not in the capped bucket jc (most are not near the top).
-func (s *Sampler) build(w *workspace, act []int32) {
-	mx := int64(-maxGrid)
-	for _, i := range act {
-		mx = max(mx, w.gv[i])
-	}
-	for b, g := range w.bgv {
-		if w.brem[b] > 0 {
-			mx = max(mx, g)
-		}
-	}
+//
+// mx is the largest of w.gv[i] for i in act and w.bgv[b] for blocks b with
+// members left (-maxGrid if none): the caller has it (gridAll, rebase).
+func (s *Sampler) build(w *workspace, act []int32, mx int64) {
 	jc := w.jc
 	l := s.l
 	// d >= capAt puts d in bucket jc (d/l >= jc); capAt saturates where
@@ -282,7 +297,7 @@ func (s *Sampler) build(w *workspace, act []int32) {
 		w.dv[i] = d
 		j := jc
 		if d < capAt {
-			j = int(d / l)
+			j = int(s.quo(d))
 		}
 		w.bk[i] = uint8(j)
 		w.icnt[j]++
@@ -343,7 +358,34 @@ func (s *Sampler) rebase(w *workspace) {
 		act = append(act, w.idx[w.off[j]:w.off[j]+w.icnt[j]]...)
 	}
 	w.tmp = act
-	s.build(w, act)
+	mx := int64(-maxGrid)
+	for _, i := range act {
+		mx = max(mx, w.gv[i])
+	}
+	for b, g := range w.bgv {
+		if w.brem[b] > 0 {
+			mx = max(mx, g)
+		}
+	}
+	s.build(w, act, mx)
+}
+
+// quo returns d / s.l for 0 <= d < 2^63 by a multiplication with the
+// reciprocal instead of a division (build divides most candidates' distance
+// by l). With q = floor(d/l) and inv = floor((2^64-1)/l), (2^64-l)/l <=
+// inv <= 2^64/l, so d/l - 1/2 < d/l - d/2^64 <= d*inv/2^64 <= d/l: the high
+// word of d*inv is q or q-1, and one comparison of the remainder with l
+// corrects it.
+func (s *Sampler) quo(d int64) int64 {
+	if s.linv == 0 {
+		return d // l == 1
+	}
+	hi, _ := bits.Mul64(uint64(d), s.linv)
+	q := int64(hi)
+	if d-q*s.l >= s.l {
+		q++
+	}
+	return q
 }
 
 // grow returns a slice of length n reusing a's storage when possible.
