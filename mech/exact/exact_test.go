@@ -620,3 +620,72 @@ func TestValidationMatchesValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildOneBucket: when every individual is within one bucket width of
+// the maximum, build skips the counting sort; the buckets it leaves (order
+// within them included, which decides the draws) are the counting sort's.
+func TestBuildOneBucket(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, eps := range []float64{0.05, 0.5, 3} {
+		s, err := New(eps, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hits := 0
+		for round := range 300 {
+			n := 1 + r.IntN(200)
+			spread := s.l // half the rounds within one bucket width, half beyond
+			if round%2 == 1 {
+				spread = 1 + 3*s.l
+			}
+			base := r.Int64N(1<<40) - 1<<39
+			gv := make([]int64, n)
+			act := make([]int32, 0, n)
+			mx, mn := int64(-maxGrid), int64(maxGrid)
+			for i := range gv {
+				gv[i] = base + r.Int64N(spread)
+				if r.IntN(4) > 0 {
+					act = append(act, int32(i))
+					mx, mn = max(mx, gv[i]), min(mn, gv[i])
+				}
+			}
+			if r.IntN(3) == 0 { // a block above every individual
+				mx += r.Int64N(2 * s.l)
+			}
+			mk := func() *workspace {
+				w := &workspace{gv: gv, jc: (62 - 8) / int(s.s)}
+				w.jc = min(w.jc, maxBuckets-1)
+				return w
+			}
+			got, want := mk(), mk()
+			s.build(got, act, mx, mn)
+			// want: the counting sort on its own
+			s.build(want, nil, mx, mn) // sizes the arrays, resets counts
+			capAt := int64(1<<63 - 1)
+			if s.l <= capAt/int64(max(want.jc, 1)) {
+				capAt = int64(want.jc) * s.l
+			}
+			s.bucketIndividuals(want, act, mx, capAt)
+			if mx-mn < s.l {
+				hits++
+			}
+			for j := 0; j <= got.jc; j++ {
+				if got.icnt[j] != want.icnt[j] || got.off[j] != want.off[j] || got.cnt[j] != want.cnt[j] {
+					t.Fatalf("eps %v round %d bucket %d: icnt/off/cnt %d/%d/%d, counting sort %d/%d/%d",
+						eps, round, j, got.icnt[j], got.off[j], got.cnt[j], want.icnt[j], want.off[j], want.cnt[j])
+				}
+			}
+			if !slices.Equal(got.idx[:len(act)], want.idx[:len(act)]) {
+				t.Fatalf("eps %v round %d: buckets %v, counting sort %v", eps, round, got.idx[:len(act)], want.idx[:len(act)])
+			}
+			for _, i := range act {
+				if got.dv[i] != want.dv[i] {
+					t.Fatalf("eps %v round %d: distance of %d is %d, want %d", eps, round, i, got.dv[i], want.dv[i])
+				}
+			}
+		}
+		if hits < 50 || hits > 250 {
+			t.Fatalf("eps %v: %d of 300 rounds took the one-bucket path; the test does not exercise both", eps, hits)
+		}
+	}
+}

@@ -102,7 +102,7 @@ func (s *Sampler) TopK(u *mech.Utilities, k int, r io.Reader, dst []int) ([]int,
 		}
 		return s.topExact(w, u, k, dst)
 	}
-	mx, err := s.gridAll(w, u)
+	mx, mn, err := s.gridAll(w, u)
 	if err != nil {
 		return dst, err
 	}
@@ -112,7 +112,7 @@ func (s *Sampler) TopK(u *mech.Utilities, k int, r io.Reader, dst []int) ([]int,
 	for i := range u.Vals {
 		w.tmp = append(w.tmp, int32(i))
 	}
-	s.build(w, w.tmp, mx)
+	s.build(w, w.tmp, mx, mn)
 	rs := &w.src
 	for len(dst) < k {
 		j0 := 0
@@ -216,22 +216,22 @@ func (s *Sampler) accept(rs *src, d int64, j, jc int) bool {
 }
 
 // gridAll converts every utility to the grid once and returns the largest
-// grid value of the individuals and of the blocks with members (the
-// maximum build needs first). A value toGrid refuses is reported with
-// Validate's error when Validate has one (a NaN or infinite utility), else
-// as beyond the grid.
-func (s *Sampler) gridAll(w *workspace, u *mech.Utilities) (int64, error) {
-	mx := int64(-maxGrid)
+// grid value of the individuals and of the blocks with members, and the
+// smallest of the individuals (what build needs first). A value toGrid
+// refuses is reported with Validate's error when Validate has one (a NaN or
+// infinite utility), else as beyond the grid.
+func (s *Sampler) gridAll(w *workspace, u *mech.Utilities) (mx, mn int64, err error) {
+	mx, mn = -maxGrid, maxGrid
 	w.gv = w.gv[:0]
 	for i, v := range u.Vals {
 		g, ok := toGrid(v, s.e)
 		if !ok {
 			if err := u.Validate(); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
-			return 0, invalid("utility %d = %v is beyond 2^61 grid steps of %v", i, v, s.GridStep())
+			return 0, 0, invalid("utility %d = %v is beyond 2^61 grid steps of %v", i, v, s.GridStep())
 		}
-		mx = max(mx, g)
+		mx, mn = max(mx, g), min(mn, g)
 		w.gv = append(w.gv, g)
 	}
 	w.bgv = w.bgv[:0]
@@ -239,16 +239,16 @@ func (s *Sampler) gridAll(w *workspace, u *mech.Utilities) (int64, error) {
 		g, ok := toGrid(blk.Val, s.e)
 		if !ok {
 			if err := u.Validate(); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
-			return 0, invalid("block %d value %v is beyond 2^61 grid steps of %v", b, blk.Val, s.GridStep())
+			return 0, 0, invalid("block %d value %v is beyond 2^61 grid steps of %v", b, blk.Val, s.GridStep())
 		}
 		if blk.Size > 0 {
 			mx = max(mx, g)
 		}
 		w.bgv = append(w.bgv, g)
 	}
-	return mx, nil
+	return mx, mn, nil
 }
 
 // keysAll converts every utility to its order key once (Delta == 0).
@@ -270,8 +270,9 @@ func keysAll(w *workspace, u *mech.Utilities) {
 // individual is not in the capped bucket jc (most are not near the top).
 //
 // mx is the largest of w.gv[i] for i in act and w.bgv[b] for blocks b with
-// members left (-maxGrid if none): the caller has it (gridAll, rebase).
-func (s *Sampler) build(w *workspace, act []int32, mx int64) {
+// members left (-maxGrid if none), mn the smallest w.gv[i] for i in act
+// (maxGrid if none): the caller has them (gridAll, rebase).
+func (s *Sampler) build(w *workspace, act []int32, mx, mn int64) {
 	jc := w.jc
 	l := s.l
 	// d >= capAt puts d in bucket jc (d/l >= jc); capAt saturates where
@@ -292,30 +293,22 @@ func (s *Sampler) build(w *workspace, act []int32, mx int64) {
 		w.bk = make([]uint8, n)
 	}
 	w.dv, w.bk = w.dv[:n], w.bk[:n]
-	for _, i := range act {
-		d := mx - w.gv[i]
-		w.dv[i] = d
-		j := jc
-		if d < capAt {
-			j = int(s.quo(d))
+	if mx-mn < l {
+		// Every individual is within one bucket width of the maximum (d < l:
+		// d/l = 0, and when jc = 0 bucket 0 is the capped one too), so the
+		// counting sort below would put act, in act's order, in bucket 0.
+		gv, dv := w.gv, w.dv
+		for _, i := range act {
+			dv[i] = mx - gv[i]
 		}
-		w.bk[i] = uint8(j)
-		w.icnt[j]++
-	}
-	o := 0
-	for j := 0; j <= jc; j++ {
-		w.off[j] = o
-		o += w.icnt[j]
-	}
-	w.idx = grow(w.idx, o)
-	pos := w.off
-	for _, i := range act {
-		j := w.bk[i]
-		w.idx[pos[j]] = i
-		pos[j]++
-	}
-	for j := 0; j <= jc; j++ {
-		w.cnt[j] = uint64(w.icnt[j])
+		w.icnt[0], w.cnt[0] = len(act), uint64(len(act))
+		w.off[0] = 0
+		for j := 1; j <= jc; j++ {
+			w.off[j] = len(act)
+		}
+		w.idx = append(w.idx[:0], act...)
+	} else {
+		s.bucketIndividuals(w, act, mx, capAt)
 	}
 	w.bdv = append(w.bdv[:0], w.bgv...)
 	w.bstart = [maxBuckets + 2]int{}
@@ -350,6 +343,38 @@ func (s *Sampler) build(w *workspace, act []int32, mx int64) {
 	}
 }
 
+// bucketIndividuals puts each individual of act in its bucket (distance d
+// to mx over l, capped at jc from capAt on) and groups them by bucket in
+// w.idx, in act's order within a bucket (a stable counting sort).
+func (s *Sampler) bucketIndividuals(w *workspace, act []int32, mx, capAt int64) {
+	jc := w.jc
+	for _, i := range act {
+		d := mx - w.gv[i]
+		w.dv[i] = d
+		j := jc
+		if d < capAt {
+			j = int(s.quo(d))
+		}
+		w.bk[i] = uint8(j)
+		w.icnt[j]++
+	}
+	o := 0
+	for j := 0; j <= jc; j++ {
+		w.off[j] = o
+		o += w.icnt[j]
+	}
+	w.idx = grow(w.idx, o)
+	pos := w.off
+	for _, i := range act {
+		j := w.bk[i]
+		w.idx[pos[j]] = i
+		pos[j]++
+	}
+	for j := 0; j <= jc; j++ {
+		w.cnt[j] = uint64(w.icnt[j])
+	}
+}
+
 // rebase re-centres the buckets on the largest remaining utility (the
 // distribution is unchanged: weights are relative).
 func (s *Sampler) rebase(w *workspace) {
@@ -358,16 +383,16 @@ func (s *Sampler) rebase(w *workspace) {
 		act = append(act, w.idx[w.off[j]:w.off[j]+w.icnt[j]]...)
 	}
 	w.tmp = act
-	mx := int64(-maxGrid)
+	mx, mn := int64(-maxGrid), int64(maxGrid)
 	for _, i := range act {
-		mx = max(mx, w.gv[i])
+		mx, mn = max(mx, w.gv[i]), min(mn, w.gv[i])
 	}
 	for b, g := range w.bgv {
 		if w.brem[b] > 0 {
 			mx = max(mx, g)
 		}
 	}
-	s.build(w, act, mx)
+	s.build(w, act, mx, mn)
 }
 
 // quo returns d / s.l for 0 <= d < 2^63 by a multiplication with the
