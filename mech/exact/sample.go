@@ -16,7 +16,7 @@ type picked struct{ blk, mem int }
 
 type workspace struct {
 	src       src
-	gv, dv    []int64 // individuals: grid value, distance to the reference maximum
+	gv        []int64 // individuals: grid value (distance to the reference maximum: mx - gv)
 	bk        []uint8 // individuals: bucket (build's, for the entries of its act)
 	bgv, bdv  []int64 // blocks
 	brem      []int   // blocks: remaining members
@@ -27,6 +27,7 @@ type workspace struct {
 	bstart    [maxBuckets + 2]int
 	cnt, env  [maxBuckets + 1]uint64
 	total     uint64
+	mx        int64 // the reference maximum of the buckets (build's)
 	jc        int
 	ind       []int32 // remaining individuals (Delta == 0 path)
 	picks     []picked
@@ -136,7 +137,7 @@ func (s *Sampler) TopK(u *mech.Utilities, k int, r io.Reader, dst []int) ([]int,
 		m := int(v >> sh)
 		blk, d := -1, int64(0)
 		if m < w.icnt[j] {
-			d = w.dv[w.idx[w.off[j]+m]]
+			d = w.mx - w.gv[w.idx[w.off[j]+m]]
 		} else {
 			m -= w.icnt[j]
 			for _, b := range w.blist[w.bstart[j]:w.bstart[j+1]] {
@@ -286,21 +287,15 @@ func (s *Sampler) build(w *workspace, act []int32, mx, mn int64) {
 	w.cnt = [maxBuckets + 1]uint64{}
 	// Only the entries of act are written and read: no copy, no clearing.
 	n := len(w.gv)
-	if cap(w.dv) < n {
-		w.dv = make([]int64, n)
-	}
 	if cap(w.bk) < n {
 		w.bk = make([]uint8, n)
 	}
-	w.dv, w.bk = w.dv[:n], w.bk[:n]
+	w.bk = w.bk[:n]
+	w.mx = mx
 	if mx-mn < l {
 		// Every individual is within one bucket width of the maximum (d < l:
 		// d/l = 0, and when jc = 0 bucket 0 is the capped one too), so the
-		// counting sort below would put act, in act's order, in bucket 0.
-		gv, dv := w.gv, w.dv
-		for _, i := range act {
-			dv[i] = mx - gv[i]
-		}
+		// counting sort would put act, in act's order, in bucket 0.
 		w.icnt[0], w.cnt[0] = len(act), uint64(len(act))
 		w.off[0] = 0
 		for j := 1; j <= jc; j++ {
@@ -350,7 +345,6 @@ func (s *Sampler) bucketIndividuals(w *workspace, act []int32, mx, capAt int64) 
 	jc := w.jc
 	for _, i := range act {
 		d := mx - w.gv[i]
-		w.dv[i] = d
 		j := jc
 		if d < capAt {
 			j = int(s.quo(d))
