@@ -688,3 +688,46 @@ func TestBuildOneBucket(t *testing.T) {
 		}
 	}
 }
+
+// TestGridAllMatchesToGrid: gridAll's inline conversion gives toGrid's
+// value for every utility (both signs, normal and subnormal, near powers of
+// two, small and large exponents), and its maximum and minimum.
+func TestGridAllMatchesToGrid(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	var vals []float64
+	for _, v := range []float64{0, math.Copysign(0, -1), 5e-324, -5e-324, 1e-310, -1e-310, 1, -1, 0.5, -0.5, 3, -3} {
+		vals = append(vals, v, math.Nextafter(v, 10), math.Nextafter(v, -10))
+	}
+	for range 5000 {
+		v := math.Ldexp(r.Float64()+0.5, r.IntN(160)-80)
+		if r.IntN(2) == 0 {
+			v = -v
+		}
+		vals = append(vals, v)
+	}
+	for _, e := range []int{-1074, -200, -60, -30, -10, -3, 0, 2, 20, 40} {
+		s := &Sampler{e: e}
+		var in []float64
+		for _, v := range vals {
+			if n, ok := toGrid(v, e); ok && n > -maxGrid && n < maxGrid {
+				in = append(in, v)
+			}
+		}
+		w := &workspace{}
+		mx, mn, err := s.gridAll(w, &mech.Utilities{Vals: in})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wmx, wmn := int64(-maxGrid), int64(maxGrid)
+		for i, v := range in {
+			want, _ := toGrid(v, e)
+			if w.gv[i] != want {
+				t.Fatalf("e %d: gridAll(%v) = %d, toGrid %d", e, v, w.gv[i], want)
+			}
+			wmx, wmn = max(wmx, want), min(wmn, want)
+		}
+		if mx != wmx || mn != wmn {
+			t.Fatalf("e %d: max/min %d/%d, want %d/%d", e, mx, mn, wmx, wmn)
+		}
+	}
+}

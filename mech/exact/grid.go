@@ -10,7 +10,10 @@ const maxGrid = 1 << 61
 
 // toGrid returns floor(q / 2^e) exactly, from the bits of q (no floating
 // point rounding is involved). ok is false when q is not finite or |q/2^e|
-// >= 2^61. This is the single place where utilities leave float64.
+// >= 2^61. This is the single place where utilities leave float64, with
+// gridAll's inline copy of its common case (a normal value whose grid
+// value is below 2^52 in magnitude), which TestGridAllMatchesToGrid checks
+// against it.
 func toGrid(q float64, e int) (n int64, ok bool) {
 	b := math.Float64bits(q)
 	neg := b>>63 != 0

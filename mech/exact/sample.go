@@ -2,6 +2,7 @@ package exact
 
 import (
 	"io"
+	"math"
 	"math/bits"
 	"sync"
 
@@ -225,12 +226,26 @@ func (s *Sampler) gridAll(w *workspace, u *mech.Utilities) (mx, mn int64, err er
 	mx, mn = -maxGrid, maxGrid
 	w.gv = w.gv[:0]
 	for i, v := range u.Vals {
-		g, ok := toGrid(v, s.e)
-		if !ok {
-			if err := u.Validate(); err != nil {
-				return 0, 0, err
+		var g int64
+		// toGrid's common case inline: a normal v = +-m * 2^(ex-1075) with
+		// v/2^e = +-m * 2^-k, 1 <= k <= 63, is floor(m/2^k) or -ceil(m/2^k).
+		b := math.Float64bits(v)
+		ex := int(b>>52) & 0x7ff
+		if k := 1075 + s.e - ex; ex != 0 && ex != 0x7ff && uint(k-1) < 63 {
+			m := b&(1<<52-1) | 1<<52
+			if b>>63 == 0 {
+				g = int64(m >> uint(k))
+			} else {
+				g = -int64((m + (1<<uint(k) - 1)) >> uint(k))
 			}
-			return 0, 0, invalid("utility %d = %v is beyond 2^61 grid steps of %v", i, v, s.GridStep())
+		} else {
+			var ok bool
+			if g, ok = toGrid(v, s.e); !ok {
+				if err := u.Validate(); err != nil {
+					return 0, 0, err
+				}
+				return 0, 0, invalid("utility %d = %v is beyond 2^61 grid steps of %v", i, v, s.GridStep())
+			}
 		}
 		mx, mn = max(mx, g), min(mn, g)
 		w.gv = append(w.gv, g)
