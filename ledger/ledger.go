@@ -105,6 +105,45 @@ type Release struct {
 	inflIDs []byte
 }
 
+// ListLookup is implemented by the stores of this package (and the
+// Timed wrapper): LatestLists is LatestBatch without the influence sets,
+// for callers that serve the lists again and never show who can influence
+// them. Use the function LatestLists, which falls back to LatestBatch.
+type ListLookup interface {
+	// LatestLists returns what LatestBatch returns, every release's
+	// Influencers, InflDict, InflIdx, InflBlocks and InflExcl empty.
+	LatestLists(ctx context.Context, users []string, model string, k int, prov Provenance) (map[string]Release, error)
+}
+
+// LatestLists is s's LatestBatch without the influence sets (Influencers,
+// InflDict, InflIdx, InflBlocks and InflExcl empty): the lists to serve
+// again, their ids, costs, units and provenance. A store of this package
+// then does not read each set back into labels, which dominated re-serving
+// a large batch (about 600 labels a list at a million users); another
+// store's LatestBatch is called and its sets are dropped.
+func LatestLists(ctx context.Context, s LatestBatcher, users []string, model string, k int, prov Provenance) (map[string]Release, error) {
+	if l, ok := s.(ListLookup); ok {
+		return l.LatestLists(ctx, users, model, k, prov)
+	}
+	m, err := s.LatestBatch(ctx, users, model, k, prov)
+	for u, r := range m {
+		dropInfluence(&r)
+		m[u] = r
+	}
+	return m, err
+}
+
+// LatestBatcher is the method of BudgetStore that LatestLists falls back
+// to.
+type LatestBatcher interface {
+	LatestBatch(ctx context.Context, users []string, model string, k int, prov Provenance) (map[string]Release, error)
+}
+
+// dropInfluence empties r's influence set (every form of it).
+func dropInfluence(r *Release) {
+	r.Influencers, r.InflDict, r.InflIdx, r.InflBlocks, r.InflExcl, r.inflIDs = nil, nil, nil, nil, nil, nil
+}
+
 // Provenance is where a release's noise came from. It is recorded with every
 // release (Release.Seeded) and is part of every re-serve lookup: a list is
 // only ever re-served to a request of the same provenance, so a seeded list

@@ -40,6 +40,17 @@ func (s *sqlStore) Latest(ctx context.Context, user, model string, k int, prov P
 }
 
 func (s *sqlStore) LatestBatch(ctx context.Context, users []string, model string, k int, prov Provenance) (map[string]Release, error) {
+	return s.latestBatch(ctx, users, model, k, prov, true)
+}
+
+// LatestLists is LatestBatch without the influence sets (ListLookup).
+func (s *sqlStore) LatestLists(ctx context.Context, users []string, model string, k int, prov Provenance) (map[string]Release, error) {
+	return s.latestBatch(ctx, users, model, k, prov, false)
+}
+
+// latestBatch is LatestBatch, with the influence sets read back into
+// labels when infl is true and left out otherwise.
+func (s *sqlStore) latestBatch(ctx context.Context, users []string, model string, k int, prov Provenance, infl bool) (map[string]Release, error) {
 	seeded, err := prov.seededCol()
 	if err != nil {
 		return nil, err
@@ -80,7 +91,11 @@ func (s *sqlStore) LatestBatch(ctx context.Context, users []string, model string
 			for i := range got {
 				ptrs[i] = &got[i]
 			}
-			if err := resolveReleases(ctx, qr, &s.labels, ptrs); err != nil {
+			if !infl {
+				for _, rel := range ptrs {
+					dropInfluence(rel)
+				}
+			} else if err := resolveReleases(ctx, qr, &s.labels, ptrs); err != nil {
 				return err
 			}
 			for _, rel := range got {

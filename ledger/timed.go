@@ -9,7 +9,7 @@ import (
 // (Exposure and Close excepted) to the observer observe(op) returns for
 // the call's operation, resolved once per operation when Timed is called.
 // Operations: charge (Charge and ChargeBatch), latest (Latest and
-// LatestBatch), budget, users, token_hash, put_token, revoke_token,
+// LatestBatch and LatestLists), budget, users, token_hash, put_token, revoke_token,
 // set_marks, marks (Marks and UserMarks), schema_version. The result also
 // implements UserMarker (UserMarks on s, timed as marks). Timing is all it
 // adds: every call's results are s's.
@@ -55,6 +55,12 @@ func (s *timedStore) Latest(ctx context.Context, user, model string, k int, prov
 func (s *timedStore) LatestBatch(ctx context.Context, users []string, model string, k int, prov Provenance) (map[string]Release, error) {
 	defer since(s.latest, time.Now())
 	return s.Store.LatestBatch(ctx, users, model, k, prov)
+}
+
+// LatestLists is timed as latest (ListLookup).
+func (s *timedStore) LatestLists(ctx context.Context, users []string, model string, k int, prov Provenance) (map[string]Release, error) {
+	defer since(s.latest, time.Now())
+	return LatestLists(ctx, s.Store, users, model, k, prov)
 }
 
 func (s *timedStore) Budget(ctx context.Context, user string) (Spend, error) {

@@ -247,7 +247,8 @@ func (r *Recommender) prepare(ctx context.Context, c call, users []int32, k int,
 			labels[i] = r.g.Label(u)
 		}
 		var err error
-		if prevs, err = r.store.LatestBatch(ctx, labels, r.modelID, k, r.Provenance()); err != nil {
+		// Only the lists are served again: their influence sets are not read.
+		if prevs, err = ledger.LatestLists(ctx, r.store, labels, r.modelID, k, r.Provenance()); err != nil {
 			return nil, err
 		}
 	}

@@ -38,7 +38,9 @@ import (
 //
 // Latest lists are cached per provenance (ledger.Provenance is part of the
 // key), exactly as the store keeps them: a lookup for one provenance is
-// never answered with a release of the other.
+// never answered with a release of the other. Latest and LatestBatch
+// return lists without their influence sets (list responses never show
+// them), and read the misses that way (ledger.LatestLists).
 //
 // It decorates two parts of the store: ledger.BudgetStore (Latest,
 // LatestBatch, Charge, ChargeBatch, and Budget through cachedBudget only)
@@ -108,7 +110,7 @@ const budgetTTLFactor = latestTTLFactor
 // putLatest caches r as the latest list of key (caller holds mu). The
 // influencers are dropped: list responses never show them.
 func (c *cacheStore) putLatest(key latestKey, r ledger.Release) {
-	r.Influencers, r.InflDict, r.InflIdx = nil, nil, nil
+	r.Influencers, r.InflDict, r.InflIdx, r.InflBlocks, r.InflExcl = nil, nil, nil, nil, nil
 	if len(c.latest) >= c.max {
 		clear(c.latest)
 	}
@@ -198,9 +200,16 @@ func (c *cacheStore) Latest(ctx context.Context, user, model string, k int, prov
 	if r, ok := get(c, c.latest, key); ok {
 		return r, true, nil
 	}
-	r, found, err := c.Store.Latest(ctx, user, model, k, prov)
-	if err != nil || !found {
-		return r, found, err // not-found is not cached: the first list is on its way
+	got, err := ledger.LatestLists(ctx, c.Store, []string{user}, model, k, prov)
+	if err != nil {
+		return ledger.Release{}, false, err
+	}
+	r, found := got[user]
+	if !found {
+		return r, false, nil // not-found is not cached: the first list is on its way
+	}
+	if r.Provenance() != prov { // the store's contract rules it out
+		return ledger.Release{}, false, fmt.Errorf("serve: the store returned %s release %d of %q for a %s lookup", r.Provenance(), r.ID, user, prov)
 	}
 	c.mu.Lock()
 	if cur, ok := c.latest[key]; !ok || cur.v.ID < r.ID {
@@ -226,7 +235,7 @@ func (c *cacheStore) LatestBatch(ctx context.Context, users []string, model stri
 	if len(miss) == 0 {
 		return out, nil
 	}
-	got, err := c.Store.LatestBatch(ctx, miss, model, k, prov)
+	got, err := ledger.LatestLists(ctx, c.Store, miss, model, k, prov)
 	if err != nil {
 		return nil, err
 	}
@@ -241,7 +250,6 @@ func (c *cacheStore) LatestBatch(ctx context.Context, users []string, model stri
 		if cur, ok := c.latest[key]; !ok || cur.v.ID < r.ID {
 			c.putLatest(key, r)
 		}
-		r.Influencers, r.InflDict, r.InflIdx = nil, nil, nil // as from the cache: list responses never show them
 		out[u] = r
 	}
 	c.mu.Unlock()
