@@ -266,7 +266,7 @@ func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned
 		if err := labelIDs(ctx, q, lc, pending, learned); err != nil {
 			return nil, err
 		}
-		if err := pend.resolve(learned); err != nil {
+		if err := pend.resolve(lc, learned); err != nil {
 			return nil, err
 		}
 		if err := registerBlocks(ctx, q, lc, items, fresh, enc, pend, pb, digests); err != nil {

@@ -197,12 +197,20 @@ func (p dictPending) collect(c *labelCache, d *Dict, idx []int32, out []string) 
 }
 
 // resolve records the ids read or assigned (learned) of the entries
-// collect marked; every one must have one.
-func (p dictPending) resolve(learned map[string]int64) error {
+// collect marked; every one must have one. An entry labelIDs skipped
+// because the cache knew its label by then has its id in the cache: a
+// transaction of this handle committed it between collect and labelIDs
+// (the cache is filled after commit, outside the write lock).
+func (p dictPending) resolve(c *labelCache, learned map[string]int64) error {
 	for d, pd := range p {
 		for _, i := range pd.lookup {
 			w := d.label(i)
 			id, ok := learned[w]
+			if !ok {
+				c.mu.RLock()
+				id, ok = c.lookup(w)
+				c.mu.RUnlock()
+			}
 			if !ok {
 				return fmt.Errorf("ledger: influencer label %q has no id after inserting it", w)
 			}

@@ -425,3 +425,51 @@ func TestDigestOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestDictPendingLearnedMeanwhile: a charge transaction marks dictionary
+// labels the cache does not know (collect), then assigns ids to the labels
+// still unknown (labelIDs). A transaction of the same handle that commits
+// in between puts some of them in the cache (after its commit, outside the
+// write lock), so labelIDs skips them: resolve takes their ids from the
+// cache instead of failing (concurrent fresh releases hit this).
+func TestDictPendingLearnedMeanwhile(t *testing.T) {
+	ctx := ctxT(t)
+	s := openDSN(t, sqliteFixture.dsn(t)).(*sqlStore)
+	labels := []string{"a", "b", "c"}
+	d, err := NewDict(len(labels), func(i int32) string { return labels[i] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &s.labels
+	pend := dictPending{}
+	out := pend.collect(c, d, []int32{0, 1, 2}, nil)
+	if len(out) != 3 {
+		t.Fatalf("collect marked %q, want all three", out)
+	}
+	// Another transaction of this handle recorded "a" and "c" and has
+	// just published their ids.
+	var other []int64
+	if err := s.b.write(ctx, func(q querier) (err error) {
+		other, err = insertLabels(ctx, q, []string{"a", "c"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c.learnPairs([]string{"a", "c"}, other)
+	learned := map[string]int64{}
+	if err := s.b.write(ctx, func(q querier) error {
+		if err := labelIDs(ctx, q, c, [][]string{out}, learned); err != nil {
+			return err
+		}
+		return pend.resolve(c, learned)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(learned) != 1 || learned["b"] == 0 {
+		t.Fatalf("labelIDs assigned %v, want an id for b only", learned)
+	}
+	got := pend.idsOf(d)
+	if got[0] != other[0] || got[2] != other[1] || got[1] != learned["b"] {
+		t.Fatalf("resolved ids %v, want a=%d b=%d c=%d", got, other[0], learned["b"], other[1])
+	}
+}
