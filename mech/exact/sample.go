@@ -279,11 +279,13 @@ func keysAll(w *workspace, u *mech.Utilities) {
 	}
 }
 
-// build computes distances to the largest remaining grid utility and fills
-// the buckets with the individuals in act and the blocks with members left.
-// It runs once per list over every candidate (again on a rebase), so each
-// individual's bucket is computed once, with a division only when the
-// individual is not in the capped bucket jc (most are not near the top).
+// build fills the buckets, by distance to the largest remaining grid
+// utility (kept as w.mx), with the individuals in act and the blocks with
+// members left. It runs once per list over every candidate (again on a
+// rebase). When every individual is within one bucket width of the maximum
+// they all go to bucket 0 in act's order; otherwise each individual's
+// bucket is computed once (bucketIndividuals), with a reciprocal division
+// only when it is not in the capped bucket jc.
 //
 // mx is the largest of w.gv[i] for i in act and w.bgv[b] for blocks b with
 // members left (-maxGrid if none), mn the smallest w.gv[i] for i in act
