@@ -195,28 +195,15 @@ func (c *cacheStore) RevokeToken(ctx context.Context, user string) error {
 	return err
 }
 
+// Latest is LatestBatch for one user (not-found is not cached: the first
+// list is on its way).
 func (c *cacheStore) Latest(ctx context.Context, user, model string, k int, prov ledger.Provenance) (ledger.Release, bool, error) {
-	key := latestKey{user, model, k, prov}
-	if r, ok := get(c, c.latest, key); ok {
-		return r, true, nil
-	}
-	got, err := ledger.LatestLists(ctx, c.Store, []string{user}, model, k, prov)
+	got, err := c.LatestBatch(ctx, []string{user}, model, k, prov)
 	if err != nil {
 		return ledger.Release{}, false, err
 	}
 	r, found := got[user]
-	if !found {
-		return r, false, nil // not-found is not cached: the first list is on its way
-	}
-	if r.Provenance() != prov { // the store's contract rules it out
-		return ledger.Release{}, false, fmt.Errorf("serve: the store returned %s release %d of %q for a %s lookup", r.Provenance(), r.ID, user, prov)
-	}
-	c.mu.Lock()
-	if cur, ok := c.latest[key]; !ok || cur.v.ID < r.ID {
-		c.putLatest(key, r)
-	}
-	c.mu.Unlock()
-	return r, true, nil
+	return r, found, nil
 }
 
 // LatestBatch is Latest for many users: cached lists are served from
