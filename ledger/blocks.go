@@ -432,6 +432,12 @@ func digestOrder(wants []blockWant) []int32 {
 // row it inserted, or of the row with its digest that another transaction
 // recorded first. wants itself is not reordered.
 func insertBlocks(ctx context.Context, q querier, wants []blockWant, got func(w blockWant, id int64)) error {
+	return recordBlocks(ctx, q, wants, 0, got)
+}
+
+// recordBlocks is insertBlocks; first > 0 (freshIDs's) has the blocks
+// inserted with the ids first, first+1, ... in digest order instead.
+func recordBlocks(ctx context.Context, q querier, wants []blockWant, first int64, got func(w blockWant, id int64)) error {
 	if len(wants) == 0 {
 		return nil
 	}
@@ -444,6 +450,18 @@ func insertBlocks(ctx context.Context, q querier, wants []blockWant, got func(w 
 		}
 	}
 	ids := make([]int64, len(uniq)) // of wants[uniq[i]]
+	if first > 0 {
+		err := insertFresh(ctx, q, "influence_blocks", "id, digest, body", len(uniq), first, func(j int, args []any) []any {
+			w := &wants[uniq[j]]
+			return append(args, w.sum[:], w.body)
+		})
+		if err != nil {
+			return err
+		}
+		for j := range ids {
+			ids[j] = first + int64(j)
+		}
+	}
 	// Rows come back in the order inserted in practice: the digest at the
 	// cursor is tried before a binary search (no map of a million
 	// digests for a batch's first release).
@@ -460,7 +478,7 @@ func insertBlocks(ctx context.Context, q querier, wants []blockWant, got func(w 
 		next = i + 1
 	}
 	const per = labelChunk / 2
-	for lo := 0; lo < len(uniq); lo += per {
+	for lo := 0; first == 0 && lo < len(uniq); lo += per {
 		part := uniq[lo:min(lo+per, len(uniq))]
 		args := make([]any, 0, 2*len(part))
 		for _, k := range part {
@@ -567,9 +585,19 @@ func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
 			missing[j], labels[j] = m.i, m.l
 		}
 		var ids []int64
-		err := s.b.write(ctx, func(q querier) (err error) {
-			ids, err = insertLabels(ctx, q, labels)
-			return err
+		err := s.b.write(ctx, func(q querier) error {
+			first, err := freshIDs(ctx, q, s.b, "influencer_labels")
+			if err != nil || first == 0 {
+				ids, err = insertLabels(ctx, q, labels)
+				return err
+			}
+			ids = make([]int64, len(labels))
+			for j := range ids {
+				ids[j] = first + int64(j)
+			}
+			return insertFresh(ctx, q, "influencer_labels", "id, label", len(labels), first, func(j int, args []any) []any {
+				return append(args, labels[j])
+			})
 		})
 		if err != nil {
 			return fmt.Errorf("ledger: recording influencer labels: %w", err)
@@ -613,7 +641,11 @@ func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
 	ids := make([]int64, d.n) // by block key, committed below
 	err = s.b.write(ctx, func(q querier) error {
 		clear(ids)
-		return insertBlocks(ctx, q, wants, func(w blockWant, id int64) { ids[w.z] = id })
+		first, err := freshIDs(ctx, q, s.b, "influence_blocks")
+		if err != nil {
+			return err
+		}
+		return recordBlocks(ctx, q, wants, first, func(w blockWant, id int64) { ids[w.z] = id })
 	})
 	if err != nil {
 		return fmt.Errorf("ledger: recording influence blocks: %w", err)
