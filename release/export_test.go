@@ -47,3 +47,12 @@ func SetPrepareMinForTest(n int) func() {
 	prepareMin = n
 	return func() { prepareMin = old }
 }
+
+// SetReadyMaxForTest sets the number of sampled windows Stream keeps while
+// the store records the influence blocks, and returns a function restoring
+// it.
+func SetReadyMaxForTest(n int) func() {
+	old := readyMax
+	readyMax = n
+	return func() { readyMax = old }
+}

@@ -1,0 +1,162 @@
+package release_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dplp/dplp/ledger"
+	"github.com/dplp/dplp/release"
+)
+
+// preparingStore is a real ledger whose PrepareInfluence first waits until
+// want windows have been looked up (each window's sticky lookup is one
+// LatestBatch call), so the windows Stream samples while the store records
+// the blocks are observable; it then fails with fail, or records the
+// blocks. It notes a charge made before PrepareInfluence returned.
+type preparingStore struct {
+	inner ledger.Store
+	want  int
+	fail  error
+
+	mu       sync.Mutex
+	lookups  int
+	reached  chan struct{} // closed at the want-th lookup
+	prepared bool
+	early    bool // a charge before PrepareInfluence returned
+	charges  int
+}
+
+func newPreparingStore(t *testing.T, want int, fail error) *preparingStore {
+	return &preparingStore{inner: openStore(t), want: want, fail: fail, reached: make(chan struct{})}
+}
+
+func (s *preparingStore) LatestBatch(ctx context.Context, users []string, model string, k int, prov ledger.Provenance) (map[string]ledger.Release, error) {
+	s.mu.Lock()
+	s.lookups++
+	if s.lookups == s.want {
+		close(s.reached)
+	}
+	s.mu.Unlock()
+	return s.inner.LatestBatch(ctx, users, model, k, prov)
+}
+
+func (s *preparingStore) ChargeBatch(ctx context.Context, rs []ledger.Release, cap ledger.Cap) ([]ledger.ChargeResult, error) {
+	s.mu.Lock()
+	s.early = s.early || !s.prepared
+	s.charges++
+	s.mu.Unlock()
+	return s.inner.ChargeBatch(ctx, rs, cap)
+}
+
+func (s *preparingStore) PrepareInfluence(ctx context.Context, b *ledger.Blocks) error {
+	select {
+	case <-s.reached:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Minute): // a deadlock guard, not a timing check
+		return fmt.Errorf("only %d window(s) looked up while the blocks were recorded, want %d", s.lookupCount(), s.want)
+	}
+	if s.fail != nil {
+		return s.fail
+	}
+	err := s.inner.(interface {
+		PrepareInfluence(context.Context, *ledger.Blocks) error
+	}).PrepareInfluence(ctx, b)
+	s.mu.Lock()
+	s.prepared = true
+	s.mu.Unlock()
+	return err
+}
+
+func (s *preparingStore) lookupCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lookups
+}
+
+// While the store records the influence blocks, Stream samples windows
+// ahead (up to readyMax, here 3, plus the one in flight) and charges none
+// of them; afterwards the backlog is charged and emitted in the order of
+// users, each user charged once for its sticky list, and every fresh list
+// is emitted after its charge is in the ledger. A failed recording stops the stream with
+// nothing charged.
+func TestStreamSamplesWhilePreparing(t *testing.T) {
+	defer release.SetPrepareMinForTest(1)()
+	defer release.SetReadyMaxForTest(3)()
+	g, p, m := fixture(t)
+	var users []int32
+	for len(users) < 7*4096+11 { // eight windows, every user in several
+		users = append(users, allUsers(g)...)
+	}
+
+	st := newPreparingStore(t, 4, nil) // 3 ready and 1 in flight
+	rec, err := release.New(m, g, p, release.WithStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := map[string][]string{}
+	emitted := 0
+	err = rec.Stream(context.Background(), users, 5, func(i int, r release.Result) error {
+		if i != emitted {
+			return fmt.Errorf("result %d emitted after %d results", i, emitted)
+		}
+		emitted++
+		if r.Err != nil {
+			return r.Err
+		}
+		if r.User != g.Label(users[i]) {
+			return fmt.Errorf("result %d is for %s, want %s", i, r.User, g.Label(users[i]))
+		}
+		if prev, ok := lists[r.User]; ok && !slices.Equal(prev, r.List) {
+			return fmt.Errorf("user %s got %v, then %v", r.User, prev, r.List)
+		}
+		lists[r.User] = r.List
+		if r.Fresh { // charged before it is emitted
+			rel, ok, err := st.inner.Latest(context.Background(), r.User, rec.ModelID(), 5, ledger.Crypto)
+			if err != nil || !ok || !slices.Equal(rel.List, r.List) {
+				return fmt.Errorf("result %d emitted with its charge not in the ledger (found %v, %v)", i, ok, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.early {
+		t.Fatal("a window was charged before the blocks were recorded")
+	}
+	if emitted != len(users) || len(lists) != g.N() {
+		t.Fatalf("%d results for %d users, %d distinct users, want %d", emitted, len(users), len(lists), g.N())
+	}
+	sp, err := st.inner.Users(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sp {
+		if s.Releases != 1 {
+			t.Fatalf("user %s charged %d times", s.User, s.Releases)
+		}
+	}
+	if len(sp) != g.N() {
+		t.Fatalf("%d users charged, want %d", len(sp), g.N())
+	}
+
+	boom := errors.New("recording failed")
+	st2 := newPreparingStore(t, 4, boom)
+	rec2, err := release.New(m, g, p, release.WithStore(st2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = rec2.Stream(context.Background(), users, 5, func(int, release.Result) error { return errors.New("emitted") })
+	if !errors.Is(err, boom) {
+		t.Fatalf("err %v, want the recording's error", err)
+	}
+	if st2.charges != 0 || totalReleases(t, st2.inner) != 0 {
+		t.Fatalf("%d charge(s) after the recording failed", st2.charges)
+	}
+}
