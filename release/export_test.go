@@ -49,10 +49,13 @@ func SetPrepareMinForTest(n int) func() {
 }
 
 // SetReadyMaxForTest sets the number of sampled windows Stream keeps while
-// the store records the influence blocks, and returns a function restoring
-// it.
+// the store records the influence blocks (both of readyWindows' bounds),
+// and returns a function restoring them.
 func SetReadyMaxForTest(n int) func() {
-	old := readyMax
-	readyMax = n
-	return func() { readyMax = old }
+	oldMin, oldMax := readyMin, readyMax
+	readyMin, readyMax = n, n
+	return func() { readyMin, readyMax = oldMin, oldMax }
 }
+
+// ReadyWindowsForTest is readyWindows for n users in windows of 4,096.
+func ReadyWindowsForTest(n int) int { return readyWindows(n, 4096) }

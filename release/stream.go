@@ -193,7 +193,9 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 	// store records them (and their labels) at once, before the first
 	// charge, rather than in the charge transactions. That is mostly one
 	// core's work (SQL inserts), so meanwhile the windows are sampled
-	// ahead, up to readyMax of them.
+	// ahead, with one worker (two starved the recording), up to
+	// readyWindows of them.
+	ready0 := readyWindows(len(users), batch)
 	var prep chan error
 	if r.preparesInfluence(len(users)) {
 		prep = make(chan error, 1)
@@ -217,7 +219,7 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 	}
 	for prep != nil {
 		var done chan prepared // nil (never ready) when nothing is in flight or enough is ready
-		if len(queue) > 0 && len(ready) < readyMax {
+		if len(queue) > 0 && len(ready) < ready0 {
 			done = queue[0]
 		}
 		select {
@@ -239,7 +241,7 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 		if len(ready) > 0 {
 			// Charging a backlog: windows sampled meanwhile join it, so
 			// that the next ones start on the cores the charges leave.
-			for len(queue) > 0 && len(ready) < readyMax {
+			for len(queue) > 0 && len(ready) < ready0 {
 				var p prepared
 				select {
 				case p = <-queue[0]:
@@ -281,11 +283,17 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 	return nil
 }
 
-// readyMax is the number of sampled windows a batch keeps waiting for the
-// store to record the influence blocks (about 130,000 lists at 4,096 users
-// per window): enough to fill the core the recording leaves idle at 1 M
-// users, a bound on the memory it may take. A variable for tests.
-var readyMax = 32
+// readyWindows is the number of sampled windows a batch of n users keeps
+// waiting while the store records the influence blocks: about one list in
+// 64 (a sampled list holds about 2 KB until it is charged), at least
+// readyMin windows and at most readyMax (131,072 lists). At 1 M users that
+// is 8 windows, which already fill the core the recording leaves (16 and 32
+// were no faster and took up to 0.15 GB more at the peak); at 10 M, 32.
+func readyWindows(n, batch int) int {
+	return min(readyMax, max(readyMin, n/(64*batch)))
+}
+
+var readyMin, readyMax = 8, 32 // variables for tests
 
 // window is one batch of users, looked up and sampled, not yet charged.
 type window struct {
