@@ -22,6 +22,7 @@ import (
 type recOptions struct {
 	modelPath, graph, format, store string
 	sampler, budgetApprox           string
+	cpuProfile                      string
 	k                               int
 	seed                            uint64
 	fresh, exposure, create         bool
@@ -104,6 +105,7 @@ func (o *recOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.budgetApprox, "user-budget-approx", "", "cap each user at (EPS,DELTA)-DP under zCDP composition, e.g. 3,1e-6: converted to the largest zCDP rho that guarantees it (the ledger records each list's rho)")
 	f.StringVar(&o.sampler, "sampler", "auto", "auto (exact when crypto-seeded, float with --seed), exact (base-2 mechanism with integer arithmetic: no floating-point probabilities; dplp-pub group by group) or float (Gumbel keys; the Beam pipeline reproduces seeded float runs)")
 	f.BoolVar(&o.fresh, "fresh", false, "sample anew even if a list was released before (charged again)")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole command (loading, fitting, sampling, charging; go tool pprof) to this file")
 	f.BoolVar(&o.exposure, "track-exposure", true, "maintain per-party exposure (the coalition bound) in the ledger; --track-exposure=false skips it for large batches (per-user spending is always charged)")
 	o.qf.register(cmd, "user")
 	o.pf.register(cmd, "protect-seed")
@@ -155,6 +157,11 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 	if err := o.validate(cmd); err != nil {
 		return err
 	}
+	stop, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	m, err := model.Load(o.modelPath)
 	if err != nil {
 		return err
