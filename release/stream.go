@@ -136,8 +136,9 @@ func (r *Recommender) Recommend(ctx context.Context, users []string, k int, opts
 
 // Stream releases lists for users (node ids) and calls emit(i, result) in
 // the order of users as soon as each result is ready and (with a store)
-// its charge is committed. Memory is bounded by a window of users in
-// flight, independent of len(users). Charges are committed in batches (one
+// its charge is committed. Memory is bounded by the windows of users in
+// flight (a few; up to readyMax, 32 of 4,096 users, while the store records
+// the influence blocks of a large batch), independent of len(users). Charges are committed in batches (one
 // transaction per batch). emit is called from one goroutine at a time.
 // opts are per-call choices, as for Recommend.
 //
