@@ -587,7 +587,10 @@ func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
 		var ids []int64
 		err := s.b.write(ctx, func(q querier) error {
 			first, err := freshIDs(ctx, q, s.b, "influencer_labels")
-			if err != nil || first == 0 {
+			if err != nil {
+				return err
+			}
+			if first == 0 {
 				ids, err = insertLabels(ctx, q, labels)
 				return err
 			}
