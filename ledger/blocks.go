@@ -544,9 +544,17 @@ func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
 	}
 	c, d := &s.labels, b.dict
 	arr := b.idsFor(c)
-	// The members' labels the handle does not know, in label order.
+	// The members' labels the handle does not know, in label order. Each
+	// label is made once (a decimal graph formats one on every call) and
+	// sorted with its index: comparing by d.label made two strings per
+	// comparison (most of the 107 s this registration took for ten million
+	// labels).
+	type labelled struct {
+		l string
+		i int32
+	}
 	seen := make([]bool, d.n)
-	var missing []int32
+	var ms []labelled
 	c.mu.RLock()
 	for z := range int32(d.n) {
 		if arr[z].Load() != 0 {
@@ -560,26 +568,16 @@ func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
 			if d.bad[i] != nil {
 				continue // a release naming it is refused; never recorded
 			}
-			if _, ok := c.lookup(d.label(i)); !ok {
-				missing = append(missing, i)
+			w := d.label(i)
+			if _, ok := c.lookup(w); !ok {
+				ms = append(ms, labelled{w, i})
 			}
 		}
 	}
 	c.mu.RUnlock()
-	if len(missing) > 0 {
-		// Each label is made once, then sorted with its index: a decimal
-		// graph formats a label on every call, and comparing by d.label
-		// made two strings per comparison (most of the 107 s this
-		// registration took for ten million labels).
-		type labelled struct {
-			l string
-			i int32
-		}
-		ms := make([]labelled, len(missing))
-		for j, i := range missing {
-			ms[j] = labelled{d.label(i), i}
-		}
+	if len(ms) > 0 {
 		slices.SortFunc(ms, func(x, y labelled) int { return strings.Compare(x.l, y.l) })
+		missing := make([]int32, len(ms))
 		labels := make([]string, len(ms))
 		for j, m := range ms {
 			missing[j], labels[j] = m.i, m.l
