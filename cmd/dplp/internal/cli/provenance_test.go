@@ -39,19 +39,7 @@ func jsonlLines(t *testing.T, out string) []recLine {
 // in its data), re-serves those afterwards, and a --seed run still
 // re-serves its own seeded lists, marked seeded in JSONL, CSV and table.
 func TestRecommendProvenance(t *testing.T) {
-	dir := t.TempDir()
-	g := filepath.Join(dir, "g.txt")
-	if _, _, err := run(t, "gen", "latent", "--n", "200", "--mean-degree", "10", "--out", g); err != nil {
-		t.Fatal(err)
-	}
-	prot := filepath.Join(dir, "prot.txt")
-	if err := os.WriteFile(prot, []byte("0 1\n2 3\n7 8\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mp := filepath.Join(dir, "m.json")
-	if _, stderr, err := run(t, "train", "--graph", g, "--protected", prot, "--score", "cn", "--variant", "dplp", "--eps", "0.5", "--epochs", "2", "--out", mp); err != nil {
-		t.Fatalf("train: %v\n%s", err, stderr)
-	}
+	dir, g, prot, mp := smallModel(t)
 	store := "sqlite:" + filepath.Join(dir, "ledger.db")
 	base := []string{"recommend", "--model", mp, "--graph", g, "--protected", prot, "--user", "0,7", "--k", "5", "--store", store, "--create"}
 	rec := func(extra ...string) ([]recLine, string) {
@@ -176,4 +164,24 @@ func TestRecommendProvenance(t *testing.T) {
 			t.Fatalf("ledger user %+v, want 2 releases, 1 seeded", u)
 		}
 	}
+}
+
+// smallModel writes a 200-node latent graph, three marks and a CN dplp
+// model trained on them into a temporary directory, and returns their paths.
+func smallModel(t *testing.T) (dir, g, prot, mp string) {
+	t.Helper()
+	dir = t.TempDir()
+	g = filepath.Join(dir, "g.txt")
+	if _, _, err := run(t, "gen", "latent", "--n", "200", "--mean-degree", "10", "--out", g); err != nil {
+		t.Fatal(err)
+	}
+	prot = filepath.Join(dir, "prot.txt")
+	if err := os.WriteFile(prot, []byte("0 1\n2 3\n7 8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mp = filepath.Join(dir, "m.json")
+	if _, stderr, err := run(t, "train", "--graph", g, "--protected", prot, "--score", "cn", "--variant", "dplp", "--eps", "0.5", "--epochs", "2", "--out", mp); err != nil {
+		t.Fatalf("train: %v\n%s", err, stderr)
+	}
+	return dir, g, prot, mp
 }

@@ -11,19 +11,7 @@ import (
 // recommend --cpuprofile writes a pprof profile of the whole command; a
 // path it cannot create stops it before anything is loaded or charged.
 func TestRecommendCPUProfile(t *testing.T) {
-	dir := t.TempDir()
-	g := filepath.Join(dir, "g.txt")
-	if _, _, err := run(t, "gen", "latent", "--n", "200", "--mean-degree", "10", "--out", g); err != nil {
-		t.Fatal(err)
-	}
-	prot := filepath.Join(dir, "prot.txt")
-	if err := os.WriteFile(prot, []byte("0 1\n2 3\n7 8\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	mp := filepath.Join(dir, "m.json")
-	if _, stderr, err := run(t, "train", "--graph", g, "--protected", prot, "--score", "cn", "--variant", "dplp", "--eps", "0.5", "--epochs", "2", "--out", mp); err != nil {
-		t.Fatalf("train: %v\n%s", err, stderr)
-	}
+	dir, g, prot, mp := smallModel(t)
 	prof := filepath.Join(dir, "cpu.prof")
 	ledger := filepath.Join(dir, "l.db")
 	args := []string{"recommend", "--model", mp, "--graph", g, "--protected", prot, "--all", "--k", "5", "--format", "jsonl", "--store", "sqlite:" + ledger, "--create"}
