@@ -29,11 +29,15 @@ type preparingStore struct {
 	prepared bool
 	early    bool // a charge before PrepareInfluence returned
 	charges  int
+	onLookup func(n int)
 }
 
 func newPreparingStore(t *testing.T, want int, fail error) *preparingStore {
 	return &preparingStore{inner: openStore(t), want: want, fail: fail, reached: make(chan struct{})}
 }
+
+// onLookup, when set, is called with the number of lookups so far.
+func (s *preparingStore) setOnLookup(f func(n int)) { s.mu.Lock(); s.onLookup = f; s.mu.Unlock() }
 
 func (s *preparingStore) LatestBatch(ctx context.Context, users []string, model string, k int, prov ledger.Provenance) (map[string]ledger.Release, error) {
 	s.mu.Lock()
@@ -41,7 +45,11 @@ func (s *preparingStore) LatestBatch(ctx context.Context, users []string, model 
 	if s.lookups == s.want {
 		close(s.reached)
 	}
+	n, f := s.lookups, s.onLookup
 	s.mu.Unlock()
+	if f != nil {
+		f(n)
+	}
 	return s.inner.LatestBatch(ctx, users, model, k, prov)
 }
 
@@ -170,5 +178,37 @@ func TestReadyWindows(t *testing.T) {
 		if got := release.ReadyWindowsForTest(c.n); got != c.want {
 			t.Errorf("%d users: %d windows, want %d", c.n, got, c.want)
 		}
+	}
+}
+
+// A stream cancelled while the store records the blocks returns the
+// context's error once the recording and the windows in flight have
+// stopped, with nothing charged.
+func TestStreamCancelWhilePreparing(t *testing.T) {
+	defer release.SetPrepareMinForTest(1)()
+	defer release.SetReadyMaxForTest(3)()
+	g, p, m := fixture(t)
+	var users []int32
+	for len(users) < 7*4096 {
+		users = append(users, allUsers(g)...)
+	}
+	st := newPreparingStore(t, 1000, nil) // the recording waits for lookups that never come
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st.setOnLookup(func(n int) {
+		if n == 2 {
+			cancel()
+		}
+	})
+	rec, err := release.New(m, g, p, release.WithStore(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = rec.Stream(ctx, users, 5, func(int, release.Result) error { return errors.New("emitted") })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if st.charges != 0 || totalReleases(t, st.inner) != 0 {
+		t.Fatalf("%d charge(s) after the cancellation", st.charges)
 	}
 }
