@@ -113,7 +113,7 @@ func (g *Graph) Labels() []string { return g.labels }
 // scattered inserts, which keeps a large batch's write volume linear in
 // its size (release.Recommender.Stream's documentation has the figures).
 func (g *Graph) ByLabel() []int32 {
-	if g.labels == nil {
+	if g.labels == nil || g.index.decimal { // the labels are the decimal ids
 		return decimalLexOrder(g.N())
 	}
 	ids := make([]int32, g.N())

@@ -244,3 +244,56 @@ func TestDecimalLexOrder(t *testing.T) {
 }
 
 func head(a []int32) []int32 { return a[:min(len(a), 20)] }
+
+// TestDecimalIDMatchesReference: decimalID accepts exactly the canonical
+// decimal forms of 0..n-1, as parsing and formatting back does (signs,
+// leading zeros, spaces, overflow and ids out of range refused).
+func TestDecimalIDMatchesReference(t *testing.T) {
+	ref := func(label string, n int) (int32, bool) {
+		id, err := strconv.Atoi(label)
+		if err != nil || id < 0 || id >= n || strconv.Itoa(id) != label {
+			return 0, false
+		}
+		return int32(id), true
+	}
+	check := func(t interface{ Fatalf(string, ...any) }, label string, n int) {
+		gotID, gotOK := decimalID(label, n)
+		wantID, wantOK := ref(label, n)
+		if gotID != wantID || gotOK != wantOK {
+			t.Fatalf("decimalID(%q, %d) = %d, %v; want %d, %v", label, n, gotID, gotOK, wantID, wantOK)
+		}
+	}
+	for _, l := range []string{"", "0", "00", "01", "7", "+7", "-0", "-7", " 7", "7 ", "9", "10", "2147483646", "2147483647", "2147483648", "4294967296", "99999999999", "1e3", "0x1"} {
+		for _, n := range []int{0, 1, 8, 10, 11, 1<<31 - 1} {
+			check(t, l, n)
+		}
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		l := rapid.StringMatching(`[+-]?0*[0-9]{0,11}`).Draw(t, "label")
+		n := rapid.IntRange(0, 1<<31-1).Draw(t, "n")
+		check(t, l, n)
+	})
+}
+
+// TestByLabelDecimalTable: a label table that holds exactly the decimal ids
+// is ordered by the decimal walk, the same order as sorting the labels.
+func TestByLabelDecimalTable(t *testing.T) {
+	for _, n := range []int{1, 9, 10, 11, 101, 1234} {
+		labels := make([]string, n)
+		for i := range labels {
+			labels[i] = strconv.Itoa(i)
+		}
+		g, err := FromCSR(make([]int64, n+1), nil, labels)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]int32, n)
+		for i := range want {
+			want[i] = int32(i)
+		}
+		slices.SortFunc(want, func(x, y int32) int { return strings.Compare(labels[x], labels[y]) })
+		if got := g.ByLabel(); !slices.Equal(got, want) {
+			t.Fatalf("n = %d: %v, want %v", n, head(got), head(want))
+		}
+	}
+}
