@@ -451,15 +451,13 @@ func recordBlocks(ctx context.Context, q querier, wants []blockWant, first int64
 	}
 	ids := make([]int64, len(uniq)) // of wants[uniq[i]]
 	if first > 0 {
-		err := insertFresh(ctx, q, "influence_blocks", "id, digest, body", len(uniq), first, func(j int, args []any) []any {
+		var err error
+		ids, err = insertFresh(ctx, q, "influence_blocks", "id, digest, body", len(uniq), first, func(j int, args []any) []any {
 			w := &wants[uniq[j]]
 			return append(args, w.sum[:], w.body)
 		})
 		if err != nil {
 			return err
-		}
-		for j := range ids {
-			ids[j] = first + int64(j)
 		}
 	}
 	// Rows come back in the order inserted in practice: the digest at the
@@ -592,13 +590,10 @@ func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
 				ids, err = insertLabels(ctx, q, labels)
 				return err
 			}
-			ids = make([]int64, len(labels))
-			for j := range ids {
-				ids[j] = first + int64(j)
-			}
-			return insertFresh(ctx, q, "influencer_labels", "id, label", len(labels), first, func(j int, args []any) []any {
+			ids, err = insertFresh(ctx, q, "influencer_labels", "id, label", len(labels), first, func(j int, args []any) []any {
 				return append(args, labels[j])
 			})
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("ledger: recording influencer labels: %w", err)

@@ -32,10 +32,10 @@ func freshIDs(ctx context.Context, q querier, b backend, table string) (int64, e
 }
 
 // insertFresh inserts n rows into (SQLite) table with the ids first,
-// first+1, ... (freshIDs's): cols names the id column first, row appends
-// row j's other values, one per further column. A conflict fails the
-// statement (and the transaction).
-func insertFresh(ctx context.Context, q querier, table, cols string, n int, first int64, row func(j int, args []any) []any) error {
+// first+1, ... (freshIDs's) and returns those ids, row j's first: cols
+// names the id column first, row appends row j's other values, one per
+// further column. A conflict fails the statement (and the transaction).
+func insertFresh(ctx context.Context, q querier, table, cols string, n int, first int64, row func(j int, args []any) []any) ([]int64, error) {
 	ncol := strings.Count(cols, ",") + 1
 	per := max(1, 2*labelChunk/ncol) // about 1,000 values per statement, as the other inserts
 	ph := "(?" + strings.Repeat(", ?", ncol-1) + ")"
@@ -47,11 +47,15 @@ func insertFresh(ctx context.Context, q querier, table, cols string, n int, firs
 			args = row(j, args)
 		}
 		if len(args) != (hi-lo)*ncol {
-			return fmt.Errorf("ledger: bulk insert into %s: %d values for %d rows of %d columns", table, len(args), hi-lo, ncol)
+			return nil, fmt.Errorf("ledger: bulk insert into %s: %d values for %d rows of %d columns", table, len(args), hi-lo, ncol)
 		}
 		if err := q.exec(ctx, "INSERT OR FAIL INTO "+table+" ("+cols+") VALUES "+ph+strings.Repeat(", "+ph, hi-lo-1), args...); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	ids := make([]int64, n)
+	for j := range ids {
+		ids[j] = first + int64(j)
+	}
+	return ids, nil
 }

@@ -90,10 +90,7 @@ func TestBulkMatchesInsert(t *testing.T) {
 			if err != nil || first == 0 {
 				return fmt.Errorf("labels: first id %d (%v)", first, err)
 			}
-			for j := range labels {
-				res.labelIDs = append(res.labelIDs, first+int64(j))
-			}
-			if err := insertFresh(ctx, q, "influencer_labels", "id, label", len(labels), first, func(j int, args []any) []any {
+			if res.labelIDs, err = insertFresh(ctx, q, "influencer_labels", "id, label", len(labels), first, func(j int, args []any) []any {
 				return append(args, labels[j])
 			}); err != nil {
 				return err
@@ -160,7 +157,8 @@ func TestInsertFreshArity(t *testing.T) {
 	ctx := context.Background()
 	s := sqliteFixture.open(t).(*sqlStore)
 	err := s.b.write(ctx, func(q querier) error {
-		return insertFresh(ctx, q, "influence_blocks", "id, digest, body", 2, 1, func(j int, args []any) []any { return append(args, []byte{1}) })
+		_, err := insertFresh(ctx, q, "influence_blocks", "id, digest, body", 2, 1, func(j int, args []any) []any { return append(args, []byte{1}) })
+		return err
 	})
 	if err == nil || !strings.Contains(err.Error(), "values for") {
 		t.Fatalf("err %v, want the arity error", err)
