@@ -37,14 +37,19 @@ func sameResult(t fataler, k Kind, got, want *Result) {
 }
 
 // checkKernel scores queries with a Worker and with the reference kernel
-// (ref_test.go) and requires identical results, and that At and InZero
-// agree with them on every node.
+// (ref_test.go) and requires identical results, and that At, InZero and
+// ZeroCands agree with them on every node. AA and RA are checked with the
+// dense accumulators and with the hash accumulator (hashacc.go), each
+// forced: these graphs are far below the size where useHash picks the
+// table.
 func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 	t.Helper()
 	for _, kw := range []struct {
 		k    Kind
 		wide bool
-	}{{CN, false}, {CN, true}, {JC, false}, {JC, true}, {AA, false}, {RA, false}} {
+		mode accMode
+	}{{CN, false, accAuto}, {CN, true, accAuto}, {JC, false, accAuto}, {JC, true, accAuto},
+		{AA, false, accDense}, {RA, false, accDense}, {AA, false, accHash}, {RA, false, accHash}} {
 		k := kw.k
 		sc, err := New(g, p, k)
 		if err != nil {
@@ -55,6 +60,7 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 			// pretend otherwise so that the 64-bit ones are checked too.
 			sc.maxDeg = max(sc.maxDeg, 1<<15)
 		}
+		sc.accMode = kw.mode
 		w, ref := sc.NewWorker(), newRefWorker(sc)
 		if (w.cnt32 != nil) == kw.wide && (k == CN || k == JC) {
 			t.Fatalf("%v: wide counters %v, want %v", k, w.cnt32 == nil, kw.wide)
@@ -64,7 +70,11 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 			w.Score(u, &got)
 			ref.Score(u, &want)
 			sameResult(t, k, &got, &want)
-			// At and InZero read the accumulators left by Score.
+			if w.hashed != (kw.mode == accHash) {
+				t.Fatalf("%v u=%d: hashed %v with mode %d", k, u, w.hashed, kw.mode)
+			}
+			// At, InZero and ZeroCands read the accumulators left by Score.
+			var zero []int32
 			pos := make(map[int32]int, len(got.Cands))
 			for i, v := range got.Cands {
 				pos[v] = i
@@ -80,6 +90,12 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 				case listed && w.InZero(v):
 					t.Fatalf("%v u=%d: listed %d reported in the Zero block", k, u, v)
 				}
+				if !listed && v != u && !g.HasEdge(u, v) {
+					zero = append(zero, v)
+				}
+			}
+			if zc := w.ZeroCands(nil); !slices.Equal(zc, zero) || len(zc) != got.Zero {
+				t.Fatalf("%v u=%d: ZeroCands lists %d nodes, want %d (Zero %d)", k, u, len(zc), len(zero), got.Zero)
 			}
 		}
 	}
@@ -244,6 +260,54 @@ func TestKernelWideCounters(t *testing.T) {
 			if s, _ := w.At(1); s != float64(n-2) {
 				t.Fatalf("CN(0, 1) = %v, want %d", s, n-2)
 			}
+		}
+	}
+}
+
+// TestUseHash: the table is chosen only where the dense accumulators span
+// at least hashMinDense bytes and the query's table would be at most a
+// quarter of them, sized to the next power of two >= 2 W(u); forced modes
+// override the rule.
+func TestUseHash(t *testing.T) {
+	// A star of 50,000 leaves and a path 0-1-2: a leaf reaches 50,000
+	// wedges through the centre, node 1 reaches 2.
+	const leaves = 50000
+	var edges []graph.Edge
+	for v := 1; v <= leaves; v++ {
+		edges = append(edges, graph.Edge{U: 0, V: int32(v)})
+	}
+	edges = append(edges, graph.Edge{U: leaves + 1, V: leaves + 2}, graph.Edge{U: leaves + 2, V: leaves + 3})
+	g, _, err := graph.FromEdges(leaves+4, edges, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := New(g, nil, AA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sc.NewWorker()
+	nb := func(u int32) []int32 { return sc.adj[sc.off[u]:sc.off[u+1]] }
+	for _, c := range []struct {
+		name     string
+		mode     accMode
+		accLen   int // dense accumulators, 16 bytes each
+		u        int32
+		wantHash bool
+		wantSize int
+	}{
+		{"small graph", accAuto, len(w.acc), 1, false, 0},
+		{"large graph, small query", accAuto, 1 << 19, leaves + 2, true, 16},
+		{"large graph, table over a quarter", accAuto, 1 << 19, 1, false, 0},
+		{"larger graph, the same query", accAuto, 1 << 22, 1, true, 1 << 17},
+		{"just below hashMinDense", accAuto, hashMinDense/16 - 1, leaves + 2, false, 0},
+		{"forced dense", accDense, 1 << 22, leaves + 2, false, 0},
+		{"forced hash, small graph", accHash, len(w.acc), 1, true, 1 << 17},
+	} {
+		sc.accMode = c.mode
+		w.acc = make([]accum, c.accLen)
+		ok, size := w.useHash(nb(c.u))
+		if ok != c.wantHash || size != c.wantSize {
+			t.Errorf("%s: useHash = %v, %d; want %v, %d", c.name, ok, size, c.wantHash, c.wantSize)
 		}
 	}
 }

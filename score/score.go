@@ -101,6 +101,8 @@ type Scorer struct {
 
 	pool sync.Pool // *Worker, reused by Each
 
+	accMode accMode // AA/RA accumulators: by size, or forced (tests)
+
 	// Every node by its number of protected pairs, descending (ties by
 	// id), built on the first party-unit JC/PA Evidence call (maxProtOf).
 	protOnce sync.Once

@@ -56,6 +56,13 @@ type Worker struct {
 	stamp []uint32 // stamp[v] == gen: v is u or a neighbour of u (not a candidate)
 	gen   uint32
 
+	// AA, RA on large graphs (hashacc.go): the table of the last query when
+	// hashed; touched then lists its taken slots.
+	ht     []hslot
+	hsize  int
+	hshift uint32
+	hashed bool
+
 	u      int32
 	scored bool
 }
@@ -110,7 +117,11 @@ func (w *Worker) Score(u int32, r *Result) {
 	case CN, JC:
 		w.counts(u, r)
 	case AA, RA:
-		w.sums(u, r)
+		if ok, size := w.useHash(nbU); ok {
+			w.sumsHash(u, r, size)
+		} else {
+			w.sums(u, r)
+		}
 	case PA:
 		w.pa(u, r)
 	case Bounded:
@@ -120,6 +131,10 @@ func (w *Worker) Score(u int32, r *Result) {
 }
 
 func (w *Worker) reset() {
+	if w.hashed {
+		w.resetHash()
+		return
+	}
 	if w.cnt != nil {
 		for _, v := range w.touched[:w.nt] {
 			w.cnt[v] = 0
@@ -495,6 +510,12 @@ func (w *Worker) At(v int32) (s, pub float64) {
 		}
 		return s, pub
 	case AA, RA:
+		if w.hashed {
+			if e := w.hfind(v); e != nil {
+				return e.s, e.p
+			}
+			return 0, 0
+		}
 		x := w.acc[v]
 		return x.s, x.p
 	case Bounded:
@@ -520,6 +541,9 @@ func (w *Worker) InZero(v int32) bool {
 		c, _ := w.countsAt(v)
 		return c == 0
 	case AA, RA:
+		if w.hashed {
+			return w.hfind(v) == nil
+		}
 		return w.acc[v].s == 0
 	}
 	return false
@@ -540,6 +564,14 @@ func (w *Worker) ZeroCands(dst []int32) []int32 {
 		}
 		return zeroCands(dst, w.cnt[:w.s.n], stamp, gen)
 	case AA, RA:
+		if w.hashed {
+			for v := range int32(w.s.n) {
+				if stamp[v] != gen && w.hfind(v) == nil {
+					dst = append(dst, v)
+				}
+			}
+			return dst
+		}
 		for v, x := range w.acc[:w.s.n] {
 			if x.s == 0 && stamp[v] != gen {
 				dst = append(dst, int32(v))
