@@ -61,7 +61,7 @@ const (
 // size in slots (a power of two >= 16 and >= 2 W(u)).
 func (w *Worker) useHash(nbU []int32) (bool, int) {
 	s := w.s
-	dense := int64(len(w.acc)) * int64(unsafe.Sizeof(accum{}))
+	dense := int64(len(w.acc))*int64(unsafe.Sizeof(accum{})) + int64(len(w.cnt32))*4 + int64(len(w.cnt))*8
 	if s.accMode == accDense || (s.accMode == accAuto && dense < hashMinDense) {
 		return false, 0
 	}
@@ -79,7 +79,10 @@ func (w *Worker) useHash(nbU []int32) (bool, int) {
 	return true, size
 }
 
-// sumsHash is sums with the table of size slots.
+// sumsHash is sums (AA, RA) or counts (CN, JC) with the table of size
+// slots. CN and JC add 1 to both sums of a wedge whose second pair is
+// public and to the first only otherwise, as counts adds its two halves: a
+// float64 holds the counts exactly, so the scores are the dense kernel's.
 func (w *Worker) sumsHash(u int32, r *Result, size int) {
 	s := w.s
 	adj, off, sp, wt := s.adj, s.off, s.sp, s.wt
@@ -102,7 +105,10 @@ func (w *Worker) sumsHash(u int32, r *Result, size int) {
 		var ps, pw, pl unsafe.Pointer // look-ahead as in sums
 		lines := 0
 		if j := i + spanAhead; j < len(nbU) {
-			ps, pw = unsafe.Pointer(&sp[nbU[j]]), unsafe.Pointer(&wt[nbU[j]])
+			ps = unsafe.Pointer(&sp[nbU[j]])
+			if wt != nil {
+				pw = unsafe.Pointer(&wt[nbU[j]])
+			}
 		}
 		if j := i + adjAhead; j < len(nbU) {
 			pl, lines = s.listStart(nbU[j])
@@ -111,7 +117,10 @@ func (w *Worker) sumsHash(u int32, r *Result, size int) {
 		if i == npU {
 			part = 1
 		}
-		a, b := wt[z].w, wt[z].pub[part]
+		a, b := 1.0, 1.0 // CN, JC: the counts of every wedge and of the public ones
+		if wt != nil {
+			a, b = wt[z].w, wt[z].pub[part]
+		}
 		x := sp[z]
 		lo, mid, hi := x.lo, x.lo+int64(x.np), x.lo+int64(x.deg)
 		wedges += hi - lo
@@ -124,7 +133,12 @@ func (w *Worker) sumsHash(u int32, r *Result, size int) {
 	grow(r, nt)
 	// As in sums: u and its neighbours are marked by the sign of their sums.
 	w.flipHash(u, nbU)
-	k := extractHash(r.Cands, r.S, r.Pub, tab, tch[:nt])
+	var k int
+	if s.kind == JC {
+		k = extractHashJC(r.Cands, r.S, r.Pub, tab, tch[:nt], sp, s.deg[u])
+	} else {
+		k = extractHash(r.Cands, r.S, r.Pub, tab, tch[:nt])
+	}
 	w.flipHash(u, nbU)
 	r.Cands, r.S, r.Pub = r.Cands[:k], r.S[:k], r.Pub[:k]
 }
@@ -179,6 +193,31 @@ func extractHash(cands []int32, sc, pub []float64, tab []hslot, slots []int32) i
 	return k
 }
 
+// extractHashJC is extractJC for the table: the counts are the slots' sums
+// (whole numbers, exact in a float64).
+//
+//go:noinline
+func extractHashJC(cands []int32, sc, pub []float64, tab []hslot, slots []int32, sp []span, du int32) int {
+	k := 0
+	for _, i := range slots {
+		x := tab[i]
+		if x.s < 0 {
+			continue
+		}
+		c, cp := int32(x.s), int32(x.p)
+		cands[k] = x.v
+		y := sp[x.v]
+		sc[k] = float64(c) / float64(du+y.deg-c)
+		if cp > 0 {
+			pub[k] = float64(cp) / float64(du+y.np-cp)
+		} else {
+			pub[k] = 0
+		}
+		k++
+	}
+	return k
+}
+
 // hfind is v's slot in the last query's table, or nil.
 func (w *Worker) hfind(v int32) *hslot {
 	tab := w.ht[:w.hsize]
@@ -192,6 +231,16 @@ func (w *Worker) hfind(v int32) *hslot {
 			return nil
 		}
 	}
+}
+
+// zeroHash is ZeroCands for a hashed query.
+func (w *Worker) zeroHash(dst []int32) []int32 {
+	for v := range int32(w.s.n) {
+		if w.stamp[v] != w.gen && w.hfind(v) == nil {
+			dst = append(dst, v)
+		}
+	}
+	return dst
 }
 
 // flipHash negates the sums of u and its neighbours nbU that have a slot.
@@ -212,4 +261,95 @@ func (w *Worker) resetHash() {
 		w.ht[i] = hslot{v: -1}
 	}
 	w.nt, w.hashed = 0, false
+}
+
+// The sensitivity pass (bc) scatters, for every node u, the protected
+// partners of u's neighbours into counters and keeps the largest count: the
+// same random scatter, into 16-bit counters of every node (32 MB at 10 M
+// nodes). Its table holds P(u) = sum of |prot(x)| over the neighbours x of
+// u at most, in the next power of two >= 2 P(u) slots; the result, a
+// maximum of counts, does not depend on the order the counts are kept in.
+
+// cslot is a slot of the sensitivity pass's table: a node (-1: empty) and
+// its count.
+type cslot struct{ v, c int32 }
+
+func newCslots(n int) []cslot {
+	t := make([]cslot, n)
+	for i := range t {
+		t[i].v = -1
+	}
+	return t
+}
+
+// bcHashSize is the table size for node u's counts, or 0 when the dense
+// counters (dense bytes) are to be used: the rule of useHash.
+func (s *Scorer) bcHashSize(u int32, dense int) int {
+	if s.accMode == accDense || (s.accMode == accAuto && dense < hashMinDense) {
+		return 0
+	}
+	var total int64
+	for _, x := range s.adj[s.off[u]:s.off[u+1]] {
+		total += int64(s.p.Count(x))
+	}
+	size := 16
+	if total > 8 {
+		size = 1 << bits.Len64(uint64(2*total-1))
+	}
+	if s.accMode == accAuto && int64(size)*int64(unsafe.Sizeof(cslot{})) > int64(dense)/hashDenseFrac {
+		return 0
+	}
+	return size
+}
+
+// bcHash is bc with the table tab (empty on entry and exit; a power of two
+// at least twice the counts' total): touched receives the indices of the
+// slots taken.
+func bcHash(s *Scorer, u int32, tab []cslot, touched []int32) (b, c int) {
+	p := s.p
+	shift := uint32(33 - bits.Len(uint(len(tab))))
+	nt := 0
+	for _, x := range s.adj[s.off[u]:s.off[u+1]] {
+		px := p.Of(x)
+		if len(px) > 1 || (len(px) == 1 && px[0] != u) {
+			b = 1
+		}
+		nt = addHashCounts(tab, touched, px, shift, nt)
+	}
+	for _, i := range touched[:nt] {
+		if e := tab[i]; e.v != u { // c(u) ranges over w != u
+			c = max(c, int(e.c))
+		}
+		tab[i] = cslot{v: -1}
+	}
+	return b, c
+}
+
+// addHashCounts adds 1 to the count of every v in vs, taking a slot (its
+// index appended to tch[nt:]) for a v without one; it returns the new nt.
+//
+//go:noinline
+func addHashCounts(tab []cslot, tch []int32, vs []int32, shift uint32, nt int) int {
+	mask, tmask := uint32(len(tab)-1), len(tch)-1
+	if len(tab) == 0 || tmask < 0 {
+		return nt
+	}
+	for _, v := range vs {
+		i := (uint32(v) * hashMul) >> shift
+		for {
+			e := &tab[i&mask]
+			if e.v == v {
+				e.c++
+				break
+			}
+			if e.v < 0 {
+				e.v, e.c = v, 1
+				tch[nt&tmask] = int32(i & mask)
+				nt++
+				break
+			}
+			i++
+		}
+	}
+	return nt
 }

@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/hugepage"
@@ -112,6 +113,12 @@ type Scorer struct {
 // New prepares a scorer for kind k on g with protection marks p (nil means
 // no protected pairs). p.N() must equal g.N().
 func New(g *graph.Graph, p *protect.Set, k Kind) (*Scorer, error) {
+	return newScorer(g, p, k, accAuto)
+}
+
+// newScorer is New with the accumulators of the sensitivity pass and of
+// AA/RA queries chosen by mode (accAuto: by size; the others for tests).
+func newScorer(g *graph.Graph, p *protect.Set, k Kind, mode accMode) (*Scorer, error) {
 	if g == nil {
 		return nil, fmt.Errorf("score: nil graph")
 	}
@@ -125,7 +132,7 @@ func New(g *graph.Graph, p *protect.Set, k Kind) (*Scorer, error) {
 	if p.N() != n {
 		return nil, fmt.Errorf("score: protection set has %d nodes, graph has %d", p.N(), n)
 	}
-	s := &Scorer{g: g, p: p, kind: k, n: n, off: g.Off}
+	s := &Scorer{g: g, p: p, kind: k, n: n, off: g.Off, accMode: mode}
 	s.split()
 	switch k {
 	case AA:
@@ -325,8 +332,17 @@ func sensitivitiesWith[T ~uint16 | ~uint32](s *Scorer) {
 		touched := make([]int32, pow2(n))
 		hugepage.Slice(cnt)
 		hugepage.Slice(touched)
+		var tab []cslot // the sensitivity pass's hash counters (hashacc.go)
 		return func(u int32) {
-			b, c := bc(s, u, cnt, touched)
+			var b, c int
+			if size := s.bcHashSize(u, len(cnt)*int(unsafe.Sizeof(T(0)))); size > 0 {
+				if len(tab) < size {
+					tab = newCslots(size)
+				}
+				b, c = bcHash(s, u, tab[:size], touched)
+			} else {
+				b, c = bc(s, u, cnt, touched)
+			}
 			var d float64
 			switch s.kind {
 			case CN:

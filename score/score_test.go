@@ -490,15 +490,22 @@ func TestNewErrors(t *testing.T) {
 
 // TestSensitivityCounterWidths: the sensitivity pass gives the same DeltaS
 // with 16-bit counters (used when every degree is below 2^16) and 32-bit
-// ones (larger degrees), and both match b(u) and c(u) counted from their
-// definitions (privacy-model §4).
+// ones (larger degrees), with the dense counters and with the hash table of
+// large graphs, and all match b(u) and c(u) counted from their definitions
+// (privacy-model §4).
 func TestSensitivityCounterWidths(t *testing.T) {
 	rng := randx.Seeded(23)
 	for gi := range 12 {
 		n := 8 + gi*3
 		g, p, _ := randomInstance(t, rng, n, 0.4, 0.4, 0.3)
-		for _, k := range []Kind{CN, AA, RA} {
-			sc, err := New(g, p, k)
+		for _, km := range []struct {
+			k    Kind
+			mode accMode
+		}{{CN, accDense}, {AA, accDense}, {RA, accDense}, {CN, accHash}, {AA, accHash}, {RA, accHash}} {
+			k := km.k
+			// accHash: the hash counters (hashacc.go), forced; both
+			// counter widths then use them.
+			sc, err := newScorer(g, p, k, km.mode)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -115,7 +115,11 @@ func (w *Worker) Score(u int32, r *Result) {
 	r.Wedges = 0
 	switch s.kind {
 	case CN, JC:
-		w.counts(u, r)
+		if ok, size := w.useHash(nbU); ok {
+			w.sumsHash(u, r, size)
+		} else {
+			w.counts(u, r)
+		}
 	case AA, RA:
 		if ok, size := w.useHash(nbU); ok {
 			w.sumsHash(u, r, size)
@@ -559,18 +563,16 @@ func (w *Worker) ZeroCands(dst []int32) []int32 {
 	stamp, gen := w.stamp, w.gen
 	switch w.s.kind {
 	case CN, JC:
+		if w.hashed {
+			return w.zeroHash(dst)
+		}
 		if w.cnt32 != nil {
 			return zeroCands(dst, w.cnt32[:w.s.n], stamp, gen)
 		}
 		return zeroCands(dst, w.cnt[:w.s.n], stamp, gen)
 	case AA, RA:
 		if w.hashed {
-			for v := range int32(w.s.n) {
-				if stamp[v] != gen && w.hfind(v) == nil {
-					dst = append(dst, v)
-				}
-			}
-			return dst
+			return w.zeroHash(dst)
 		}
 		for v, x := range w.acc[:w.s.n] {
 			if x.s == 0 && stamp[v] != gen {
@@ -584,6 +586,12 @@ func (w *Worker) ZeroCands(dst []int32) []int32 {
 // countsAt is v's two counts (every wedge, public wedges) from the last
 // Score.
 func (w *Worker) countsAt(v int32) (c, cp int32) {
+	if w.hashed {
+		if e := w.hfind(v); e != nil {
+			return int32(e.s), int32(e.p)
+		}
+		return 0, 0
+	}
 	if w.cnt32 != nil {
 		x := w.cnt32[v]
 		return int32(x & 0xffff), int32(x >> 16)
