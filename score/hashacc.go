@@ -2,6 +2,7 @@ package score
 
 import (
 	"math/bits"
+	"slices"
 	"unsafe"
 )
 
@@ -16,7 +17,8 @@ import (
 // probing, holds them in a few hundred kilobytes for most queries, and the
 // scatter stays in the core's cache.
 //
-// The result is bit for bit the dense kernel's: the candidates come out in
+// The slots carry the query's generation, so the table needs no clearing
+// between queries. The result is bit for bit the dense kernel's: the candidates come out in
 // the order of their first wedge (the slots are listed as they are first
 // taken, as the dense kernel lists the nodes it first touches), and each
 // candidate's sums add the same weights in the same order (a new slot takes
@@ -30,11 +32,18 @@ import (
 // every size of query; 100 k nodes 5.7 against 8.1, where the dense
 // accumulators (1.6 MB) fit in the cache. Hence the rule in useHash.
 
-// hslot is one slot of the table: a candidate (-1: empty) and its two sums.
+// hslot is one slot of the table: a candidate and its two sums. key is
+// gen<<32 | v for the query generation gen that took the slot (the
+// worker's hgen); a slot of an earlier generation is empty, so the table
+// is never cleared between queries (the zero key, generation 0, is empty
+// for every query).
 type hslot struct {
-	v    int32
+	key  uint64
 	s, p float64
 }
+
+// hkey is v's key in generation gen.
+func hkey(v int32, gen uint32) uint64 { return uint64(gen)<<32 | uint64(uint32(v)) }
 
 // hashMul is Fibonacci hashing's multiplier (2^32 / golden ratio, odd): the
 // top bits of v * hashMul spread consecutive ids over the table.
@@ -88,10 +97,13 @@ func (w *Worker) sumsHash(u int32, r *Result, size int) {
 	adj, off, sp, wt := s.adj, s.off, s.sp, s.wt
 	if len(w.ht) < size {
 		w.ht = make([]hslot, size)
-		for i := range w.ht {
-			w.ht[i].v = -1
-		}
 	}
+	w.hgen++
+	if w.hgen == 0 { // wrapped: every key of an earlier generation goes
+		clear(w.ht)
+		w.hgen = 1
+	}
+	gen := w.hgen
 	tab, tch := w.ht[:size], w.touched
 	shift := uint32(33 - bits.Len(uint(size))) // size = 2^k: keep the top k bits
 	w.hsize, w.hshift, w.hashed = size, shift, true
@@ -124,8 +136,8 @@ func (w *Worker) sumsHash(u int32, r *Result, size int) {
 		x := sp[z]
 		lo, mid, hi := x.lo, x.lo+int64(x.np), x.lo+int64(x.deg)
 		wedges += hi - lo
-		nt = addHashSums(tab, tch, adj[lo:mid], a, b, shift, nt)
-		nt = addHashSums(tab, tch, adj[mid:hi], a, 0, shift, nt)
+		nt = addHashSums(tab, tch, adj[lo:mid], a, b, shift, gen, nt)
+		nt = addHashSums(tab, tch, adj[mid:hi], a, 0, shift, gen, nt)
 	}
 	w.nt = nt
 	r.Wedges = wedges
@@ -143,27 +155,29 @@ func (w *Worker) sumsHash(u int32, r *Result, size int) {
 	r.Cands, r.S, r.Pub = r.Cands[:k], r.S[:k], r.Pub[:k]
 }
 
-// addHashSums is addSums into the table: for every v in vs, the slot of v
-// (taken if v has none yet, its index appended to tch[nt:]) adds a and b.
-// The table is at most half full, so a probe always ends.
+// addHashSums is addSums into the table of generation gen: for every v in
+// vs, the slot of v (taken if v has none yet, its index appended to
+// tch[nt:]) adds a and b. The table is at most half full, so a probe
+// always ends.
 //
 //go:noinline
-func addHashSums(tab []hslot, tch []int32, vs []int32, a, b float64, shift uint32, nt int) int {
+func addHashSums(tab []hslot, tch []int32, vs []int32, a, b float64, shift, gen uint32, nt int) int {
 	mask, tmask := uint32(len(tab)-1), len(tch)-1
 	if len(tab) == 0 || tmask < 0 {
 		return nt // unreachable; proves the masks valid
 	}
 	for _, v := range vs {
 		i := (uint32(v) * hashMul) >> shift
+		want := hkey(v, gen)
 		for {
 			e := &tab[i&mask]
-			if e.v == v {
+			if e.key == want {
 				e.s += a
 				e.p += b
 				break
 			}
-			if e.v < 0 {
-				e.v, e.s, e.p = v, a, b
+			if uint32(e.key>>32) != gen {
+				e.key, e.s, e.p = want, a, b
 				tch[nt&tmask] = int32(i & mask)
 				nt++
 				break
@@ -185,7 +199,7 @@ func extractHash(cands []int32, sc, pub []float64, tab []hslot, slots []int32) i
 		if x.s < 0 {
 			continue
 		}
-		cands[k] = x.v
+		cands[k] = int32(uint32(x.key))
 		sc[k] = x.s
 		pub[k] = x.p
 		k++
@@ -205,8 +219,9 @@ func extractHashJC(cands []int32, sc, pub []float64, tab []hslot, slots []int32,
 			continue
 		}
 		c, cp := int32(x.s), int32(x.p)
-		cands[k] = x.v
-		y := sp[x.v]
+		v := int32(uint32(x.key))
+		cands[k] = v
+		y := sp[v]
 		sc[k] = float64(c) / float64(du+y.deg-c)
 		if cp > 0 {
 			pub[k] = float64(cp) / float64(du+y.np-cp)
@@ -221,16 +236,30 @@ func extractHashJC(cands []int32, sc, pub []float64, tab []hslot, slots []int32,
 // hfind is v's slot in the last query's table, or nil.
 func (w *Worker) hfind(v int32) *hslot {
 	tab := w.ht[:w.hsize]
-	mask := uint32(len(tab) - 1)
+	mask, gen := uint32(len(tab)-1), w.hgen
+	want := hkey(v, gen)
 	for i := (uint32(v) * hashMul) >> w.hshift; ; i++ {
 		e := &tab[i&mask]
-		if e.v == v {
+		if e.key == want {
 			return e
 		}
-		if e.v < 0 {
+		if uint32(e.key>>32) != gen {
 			return nil
 		}
 	}
+}
+
+// isNeighbour reports whether v is a neighbour of the last query u, by
+// binary search in u's two ascending parts (public, protected).
+func (w *Worker) isNeighbour(v int32) bool {
+	s := w.s
+	x := s.sp[w.u]
+	mid := x.lo + int64(x.np)
+	if _, ok := slices.BinarySearch(s.adj[x.lo:mid], v); ok {
+		return true
+	}
+	_, ok := slices.BinarySearch(s.adj[mid:x.lo+int64(x.deg)], v)
+	return ok
 }
 
 // zeroHash is ZeroCands for a hashed query.
@@ -255,11 +284,9 @@ func (w *Worker) flipHash(u int32, nbU []int32) {
 	}
 }
 
-// resetHash empties the slots the last query took.
+// resetHash forgets the last query's table: its slots are of an earlier
+// generation from the next query on.
 func (w *Worker) resetHash() {
-	for _, i := range w.touched[:w.nt] {
-		w.ht[i] = hslot{v: -1}
-	}
 	w.nt, w.hashed = 0, false
 }
 

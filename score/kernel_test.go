@@ -92,6 +92,8 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 					t.Fatalf("%v u=%d: unlisted candidate %d has At (%v,%v), InZero %v", k, u, v, s, pub, w.InZero(v))
 				case listed && w.InZero(v):
 					t.Fatalf("%v u=%d: listed %d reported in the Zero block", k, u, v)
+				case (v == u || g.HasEdge(u, v)) && w.InZero(v):
+					t.Fatalf("%v u=%d: %d (u or a neighbour) reported in the Zero block", k, u, v)
 				}
 				if !listed && v != u && !g.HasEdge(u, v) {
 					zero = append(zero, v)
@@ -341,6 +343,35 @@ func TestSensitivityHashHubs(t *testing.T) {
 		}
 		if k == CN && slices.Max(dense.deltaS) < 20 { // CN's DeltaS is the largest count
 			t.Fatalf("%v: largest DeltaS %v: the graph has no hub-sized counts", k, slices.Max(dense.deltaS))
+		}
+	}
+}
+
+// TestHashGenerationWrap: when the table's generation counter wraps, the
+// table is cleared, so the slots of the query scored at generation 1 do
+// not reappear in the next query scored at generation 1.
+func TestHashGenerationWrap(t *testing.T) {
+	g := barabasiAlbert(t, 800, 4, 9)
+	p, err := protect.Synthetic(g, 0.3, 0, randx.Seeded(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []Kind{CN, AA} {
+		sc, err := newScorer(g, p, k, accHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, ref := sc.NewWorker(), newRefWorker(sc)
+		var got, want Result
+		w.Score(0, &got) // generation 1: a hub's many candidates
+		if w.hgen != 1 {
+			t.Fatalf("%v: first generation %d", k, w.hgen)
+		}
+		w.hgen = ^uint32(0)
+		for _, u := range []int32{0, 5, 400} { // 0 again, at generation 1 again: the same slots
+			w.Score(u, &got)
+			ref.Score(u, &want)
+			sameResult(t, k, &got, &want)
 		}
 	}
 }

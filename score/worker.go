@@ -61,6 +61,7 @@ type Worker struct {
 	ht     []hslot
 	hsize  int
 	hshift uint32
+	hgen   uint32 // generation of the last hashed query (hslot.key)
 	hashed bool
 
 	u      int32
@@ -537,7 +538,15 @@ func (w *Worker) At(v int32) (s, pub float64) {
 // (not u, not a neighbour of u) that no wedge reached. O(1); false for PA,
 // bounded scores and before any Score.
 func (w *Worker) InZero(v int32) bool {
-	if !w.scored || v < 0 || int(v) >= w.s.n || w.stamp[v] == w.gen {
+	if !w.scored || v < 0 || int(v) >= w.s.n {
+		return false
+	}
+	if w.hashed {
+		// Without the stamp, a random access to an array of every node:
+		// the table and u's neighbour list are in the cache.
+		return v != w.u && w.hfind(v) == nil && !w.isNeighbour(v)
+	}
+	if w.stamp[v] == w.gen {
 		return false
 	}
 	switch w.s.kind {
