@@ -49,6 +49,9 @@ func hkey(v int32, gen uint32) uint64 { return uint64(gen)<<32 | uint64(uint32(v
 // top bits of v * hashMul spread consecutive ids over the table.
 const hashMul = 0x9E3779B1
 
+// sumAhead is the look-ahead of useHash's sum of the neighbours' degrees.
+const sumAhead = 8
+
 // Thresholds of useHash: the dense accumulators must span at least
 // hashMinDense bytes, and the table at most a quarter of them.
 const (
@@ -75,8 +78,19 @@ func (w *Worker) useHash(nbU []int32) (bool, int) {
 		return false, 0
 	}
 	var wedges int64
-	for _, z := range nbU {
-		wedges += int64(s.sp[z].deg)
+	sp := s.sp
+	// The neighbours' spans lie at random places: each is requested
+	// sumAhead neighbours ahead (the wedge loop reads them again, from the
+	// cache).
+	ahead := min(len(nbU), sumAhead)
+	for _, z := range nbU[:ahead] {
+		prefetch(unsafe.Pointer(&sp[z]), nil, nil, 0)
+	}
+	for i, z := range nbU {
+		if j := i + ahead; j < len(nbU) {
+			prefetch(unsafe.Pointer(&sp[nbU[j]]), nil, nil, 0)
+		}
+		wedges += int64(sp[z].deg)
 	}
 	size := 16
 	if wedges > 8 {
@@ -94,7 +108,7 @@ func (w *Worker) useHash(nbU []int32) (bool, int) {
 // float64 holds the counts exactly, so the scores are the dense kernel's.
 func (w *Worker) sumsHash(u int32, r *Result, size int) {
 	s := w.s
-	adj, off, sp, wt := s.adj, s.off, s.sp, s.wt
+	adj, off, sp, dw := s.adj, s.off, s.sp, s.dw
 	if len(w.ht) < size {
 		w.ht = make([]hslot, size)
 	}
@@ -110,30 +124,27 @@ func (w *Worker) sumsHash(u int32, r *Result, size int) {
 	nt := 0
 	var wedges int64
 	nbU := adj[off[u]:off[u+1]]
-	s.prefetchStart(nbU, wt)
+	s.prefetchStart(nbU)
 	npU := int(sp[u].np)
-	part := 0
+	var part int32
 	for i, z := range nbU {
-		var ps, pw, pl unsafe.Pointer // look-ahead as in sums
+		var ps, pl unsafe.Pointer // look-ahead as in sums
 		lines := 0
 		if j := i + spanAhead; j < len(nbU) {
 			ps = unsafe.Pointer(&sp[nbU[j]])
-			if wt != nil {
-				pw = unsafe.Pointer(&wt[nbU[j]])
-			}
 		}
 		if j := i + adjAhead; j < len(nbU) {
 			pl, lines = s.listStart(nbU[j])
 		}
-		prefetch(ps, pw, pl, lines)
+		prefetch(ps, nil, pl, lines)
 		if i == npU {
 			part = 1
 		}
-		a, b := 1.0, 1.0 // CN, JC: the counts of every wedge and of the public ones
-		if wt != nil {
-			a, b = wt[z].w, wt[z].pub[part]
-		}
 		x := sp[z]
+		a, b := 1.0, 1.0 // CN, JC: the counts of every wedge and of the public ones
+		if dw != nil {
+			a, b = dw[x.deg].w, dw[x.np+part].p
+		}
 		lo, mid, hi := x.lo, x.lo+int64(x.np), x.lo+int64(x.deg)
 		wedges += hi - lo
 		nt = addHashSums(tab, tch, adj[lo:mid], a, b, shift, gen, nt)

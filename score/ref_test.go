@@ -1,5 +1,7 @@
 package score
 
+import "math"
+
 // refWorker is the scoring kernel as it was before the prefetching wedge
 // loops (commit c678a72): the reference that TestKernelMatchesReference
 // compares Worker.Score with bit for bit, and the "before" of the hub-heavy
@@ -28,8 +30,19 @@ func newRefWorker(s *Scorer) *refWorker {
 		w.acc = make([]accum, pow2(s.n))
 		w.w = make([]float64, s.n)
 		w.wPub = [2][]float64{make([]float64, s.n), make([]float64, s.n)}
-		for z, x := range s.wt {
-			w.w[z], w.wPub[0][z], w.wPub[1][z] = x.w, x.pub[0], x.pub[1]
+		// From the definitions (the scorer tabulates them by degree).
+		f := func(d int32) float64 { return 1 / math.Log(float64(d)) }
+		if s.kind == RA {
+			f = func(d int32) float64 { return 1 / float64(d) }
+		}
+		safe := func(d int32, low float64) float64 {
+			if d < 2 {
+				return low
+			}
+			return f(d)
+		}
+		for z := range s.n {
+			w.w[z], w.wPub[0][z], w.wPub[1][z] = safe(s.deg[z], 1), safe(s.pubDeg[z], 0), safe(s.pubDeg[z]+1, 0)
 		}
 	default:
 		panic("refWorker: triad kinds CN, AA, RA, JC only")

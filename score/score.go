@@ -91,7 +91,7 @@ type Scorer struct {
 	pubDeg []int32
 	maxDeg int32
 
-	wt []weight // AA/RA weights of every node as a common neighbour
+	dw []dweight // AA/RA weights of a common neighbour by its degree
 
 	deltaS []float64 // per query, invariant (see Sensitivity)
 
@@ -136,9 +136,9 @@ func newScorer(g *graph.Graph, p *protect.Set, k Kind, mode accMode) (*Scorer, e
 	s.split()
 	switch k {
 	case AA:
-		s.wt = s.weights(func(d int32) float64 { return 1 / math.Log(float64(d)) })
+		s.dw = s.degWeights(func(d int32) float64 { return 1 / math.Log(float64(d)) })
 	case RA:
-		s.wt = s.weights(func(d int32) float64 { return 1 / float64(d) })
+		s.dw = s.degWeights(func(d int32) float64 { return 1 / float64(d) })
 	}
 	s.sensitivities()
 	return s, nil
@@ -212,33 +212,31 @@ type span struct {
 	np, deg int32
 }
 
-// weight is the AA/RA weight of a common neighbour z: w on the full graph
-// (any positive value when deg(z) < 2, where z can only reach u); pub[0]
-// for degPub = pubDeg(z) and pub[1] for pubDeg(z)+1, the latter used when
-// the edge {u,z} is protected (it still counts toward degPub_u(z)). Padded
-// to 32 bytes: the wedge loops read one per z at random, one cache line.
-type weight struct {
-	w   float64
-	pub [2]float64
-	_   float64
-}
+// dweight is the AA/RA weight of a common neighbour by its degree (see
+// degWeights).
+type dweight struct{ w, p float64 }
 
-// weights tabulates f(deg) and f(pubDeg), f(pubDeg+1) per node; degrees below
-// 2 never weigh a candidate and get a finite placeholder (1 for the full-graph
-// weight, which must stay positive so a touched accumulator is never zero).
-func (s *Scorer) weights(f func(int32) float64) []weight {
+// degWeights tabulates, for every degree d in [0, maxDeg+1], f(d) as the
+// weight of a common neighbour of degree d (w) and of public degree d (p);
+// degrees below 2 never weigh a candidate and get a finite placeholder (1 for
+// the full-graph weight, which must stay positive so a touched accumulator
+// is never zero; 0 for the public one). A common neighbour z weighs
+// dw[deg(z)].w and dw[pubDeg(z)].p, or dw[pubDeg(z)+1].p when the edge
+// {u,z} is protected (it still counts toward degPub_u(z)): the kernel reads
+// them from z's span, already loaded, instead of from an array of every node
+// (a cache miss per neighbour on a large graph).
+func (s *Scorer) degWeights(f func(int32) float64) []dweight {
 	safe := func(d int32, low float64) float64 {
 		if d < 2 {
 			return low
 		}
 		return f(d)
 	}
-	wt := make([]weight, s.n)
-	hugepage.Slice(wt)
-	for z := range wt {
-		wt[z] = weight{w: safe(s.deg[z], 1), pub: [2]float64{safe(s.pubDeg[z], 0), safe(s.pubDeg[z]+1, 0)}}
+	dw := make([]dweight, int(s.maxDeg)+2)
+	for d := range dw {
+		dw[d] = dweight{w: safe(int32(d), 1), p: safe(int32(d), 0)}
 	}
-	return wt
+	return dw
 }
 
 // Sensitivity returns the invariant bounds of privacy-model §4 for query u:

@@ -181,16 +181,11 @@ const (
 	adjLines  = 4
 )
 
-// prefetchStart requests the spans (and weights, wt non-nil) and the list
-// starts of the first neighbours of a query, those the look-ahead of the
-// wedge loops skips.
-func (s *Scorer) prefetchStart(nbU []int32, wt []weight) {
+// prefetchStart requests the spans and the list starts of the first
+// neighbours of a query, those the look-ahead of the wedge loops skips.
+func (s *Scorer) prefetchStart(nbU []int32) {
 	for i := range min(spanAhead, len(nbU)) {
-		var pw unsafe.Pointer
-		if wt != nil {
-			pw = unsafe.Pointer(&wt[nbU[i]])
-		}
-		prefetch(unsafe.Pointer(&s.sp[nbU[i]]), pw, nil, 0)
+		prefetch(unsafe.Pointer(&s.sp[nbU[i]]), nil, nil, 0)
 	}
 	for i := range min(adjAhead, len(nbU)) {
 		pl, lines := s.listStart(nbU[i])
@@ -243,7 +238,7 @@ func countsIn[T counter](w *Worker, cnt []T, u int32, r *Result) {
 	nt := 0
 	var wedges int64
 	nbU := adj[off[u]:off[u+1]]
-	s.prefetchStart(nbU, nil)
+	s.prefetchStart(nbU)
 	for i, z := range nbU {
 		// Look-ahead: the span of nbU[i+spanAhead] and the first lines of
 		// nbU[i+adjAhead]'s list, in one call (written out here: a Go call
@@ -375,31 +370,31 @@ func addCounts[T word](cnt []T, tch []int32, vs []int32, inc T, nt int) int {
 
 func (w *Worker) sums(u int32, r *Result) {
 	s := w.s
-	adj, off, sp, wt := s.adj, s.off, s.sp, s.wt
+	adj, off, sp, dw := s.adj, s.off, s.sp, s.dw
 	acc, tch := w.acc, w.touched
 	nt := 0
 	var wedges int64
 	nbU := adj[off[u]:off[u+1]]
-	s.prefetchStart(nbU, wt)
-	// nbU[:npU]: {u,z} not protected, public weight pub[0]; the rest are
-	// protected, so degPub_u(z) counts u too: pub[1].
+	s.prefetchStart(nbU)
+	// nbU[:npU]: {u,z} not protected, public weight of pubDeg(z); the rest
+	// are protected, so degPub_u(z) counts u too: of pubDeg(z)+1.
 	npU := int(sp[u].np)
-	part := 0
+	var part int32
 	for i, z := range nbU {
-		var ps, pw, pl unsafe.Pointer // look-ahead as in counts, weights too
+		var ps, pl unsafe.Pointer // look-ahead as in counts
 		lines := 0
 		if j := i + spanAhead; j < len(nbU) {
-			ps, pw = unsafe.Pointer(&sp[nbU[j]]), unsafe.Pointer(&wt[nbU[j]])
+			ps = unsafe.Pointer(&sp[nbU[j]])
 		}
 		if j := i + adjAhead; j < len(nbU) {
 			pl, lines = s.listStart(nbU[j])
 		}
-		prefetch(ps, pw, pl, lines)
+		prefetch(ps, nil, pl, lines)
 		if i == npU {
 			part = 1
 		}
-		a, b := wt[z].w, wt[z].pub[part]
 		x := sp[z]
+		a, b := dw[x.deg].w, dw[x.np+part].p
 		lo, mid, hi := x.lo, x.lo+int64(x.np), x.lo+int64(x.deg)
 		wedges += hi - lo
 		nt = addSums(acc, tch, adj[lo:mid], a, b, nt)
