@@ -14,12 +14,21 @@ import (
 	"strconv"
 )
 
-// plain reports whether encoding/json writes every byte of s unchanged: ASCII
-// from space to '~' except '"', '\\' and the HTML-escaped '<', '>' and '&'.
+// plainByte[c] is whether encoding/json writes byte c of a string unchanged:
+// ASCII from space to DEL except '"', '\\' and the HTML-escaped '<', '>' and
+// '&' (TestPlainEveryByte).
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c <= 0x7f; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
+// plain reports whether encoding/json writes every byte of s unchanged (one
+// table lookup per byte: every label of every released list passes here).
 func plain(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plainByte[s[i]] {
 			return false
 		}
 	}

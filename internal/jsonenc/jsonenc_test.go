@@ -59,3 +59,15 @@ func BenchmarkAppendStrings(b *testing.B) {
 		buf = AppendStrings(buf[:0], list)
 	}
 }
+
+// TestPlainEveryByte: plain is true for exactly the bytes that
+// encoding/json writes unchanged (a one-byte string comes out as the byte
+// between quotes).
+func TestPlainEveryByte(t *testing.T) {
+	for c := range 256 {
+		s := string([]byte{byte(c)})
+		if got, want := plain(s), marshal(t, s) == `"`+s+`"`; got != want {
+			t.Errorf("plain(%q) = %v, encoding/json writes it unchanged: %v", s, got, want)
+		}
+	}
+}
