@@ -2,7 +2,9 @@ package score
 
 import (
 	"context"
+	"os"
 	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/dplp/dplp/internal/par"
@@ -92,4 +94,52 @@ func BenchmarkScoreHub(b *testing.B) {
 		}
 		b.ReportMetric(float64(reads)/b.Elapsed().Seconds(), "ids/s")
 	})
+}
+
+// BenchmarkScoreLarge compares the dense accumulators with the per-query
+// hash table (hashacc.go) on one core, on a Barabasi-Albert graph of
+// DPLP_BENCH_BA_N nodes (m = 10, 30% of edges protected; skipped when unset),
+// 200,000 random queries, AA and CN; it reports ns per wedge. "auto" is the
+// kernel's own choice (the table where the dense accumulators span 8 MB or
+// more), "dense" the dense accumulators forced. docs/SCALE.md has figures at
+// 100 k, 1 M and 10 M nodes (the 10 M graph takes about a minute to build and
+// 6 GB).
+func BenchmarkScoreLarge(b *testing.B) {
+	n, _ := strconv.Atoi(os.Getenv("DPLP_BENCH_BA_N"))
+	if n <= 0 {
+		b.Skip("set DPLP_BENCH_BA_N to the number of nodes")
+	}
+	g := barabasiAlbert(b, n, 10, 1)
+	p, err := protect.Synthetic(g, 0.3, 0, randx.Seeded(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := randx.Seeded(5)
+	queries := make([]int32, 200000)
+	for i := range queries {
+		queries[i] = int32(rng.IntN(n))
+	}
+	for _, k := range []Kind{AA, CN} {
+		for _, m := range []struct {
+			name string
+			mode accMode
+		}{{"dense", accDense}, {"auto", accAuto}} {
+			sc, err := newScorer(g, p, k, m.mode)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Run(k.String()+"/"+m.name, func(b *testing.B) {
+				w := sc.NewWorker()
+				var r Result
+				var wedges int64
+				for b.Loop() {
+					for _, u := range queries {
+						w.Score(u, &r)
+						wedges += r.Wedges
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(wedges), "ns/wedge")
+			})
+		}
+	}
 }
