@@ -102,13 +102,10 @@ func (w *Worker) useHash(nbU []int32) (bool, int) {
 	return true, size
 }
 
-// sumsHash is sums (AA, RA) or counts (CN, JC) with the table of size
-// slots. CN and JC add 1 to both sums of a wedge whose second pair is
-// public and to the first only otherwise, as counts adds its two halves: a
-// float64 holds the counts exactly, so the scores are the dense kernel's.
-func (w *Worker) sumsHash(u int32, r *Result, size int) {
-	s := w.s
-	adj, off, sp, dw := s.adj, s.off, s.sp, s.dw
+// table readies the table of size slots for a new query: a new generation
+// (the table cleared when the counter wraps), and the shift that keeps the
+// top log2(size) bits of a hash.
+func (w *Worker) table(size int) (tab []hslot, shift, gen uint32) {
 	if len(w.ht) < size {
 		w.ht = make([]hslot, size)
 	}
@@ -117,53 +114,9 @@ func (w *Worker) sumsHash(u int32, r *Result, size int) {
 		clear(w.ht)
 		w.hgen = 1
 	}
-	gen := w.hgen
-	tab, tch := w.ht[:size], w.touched
-	shift := uint32(33 - bits.Len(uint(size))) // size = 2^k: keep the top k bits
+	shift = uint32(33 - bits.Len(uint(size))) // size = 2^k: keep the top k bits
 	w.hsize, w.hshift, w.hashed = size, shift, true
-	nt := 0
-	var wedges int64
-	nbU := adj[off[u]:off[u+1]]
-	s.prefetchStart(nbU)
-	npU := int(sp[u].np)
-	var part int32
-	for i, z := range nbU {
-		var ps, pl unsafe.Pointer // look-ahead as in sums
-		lines := 0
-		if j := i + spanAhead; j < len(nbU) {
-			ps = unsafe.Pointer(&sp[nbU[j]])
-		}
-		if j := i + adjAhead; j < len(nbU) {
-			pl, lines = s.listStart(nbU[j])
-		}
-		prefetch(ps, nil, pl, lines)
-		if i == npU {
-			part = 1
-		}
-		x := sp[z]
-		a, b := 1.0, 1.0 // CN, JC: the counts of every wedge and of the public ones
-		if dw != nil {
-			a, b = dw[x.deg].w, dw[x.np+part].p
-		}
-		lo, mid, hi := x.lo, x.lo+int64(x.np), x.lo+int64(x.deg)
-		wedges += hi - lo
-		nt = addHashSums(tab, tch, adj[lo:mid], a, b, shift, gen, nt)
-		nt = addHashSums(tab, tch, adj[mid:hi], a, 0, shift, gen, nt)
-	}
-	w.nt = nt
-	r.Wedges = wedges
-
-	grow(r, nt)
-	// As in sums: u and its neighbours are marked by the sign of their sums.
-	w.flipHash(u, nbU)
-	var k int
-	if s.kind == JC {
-		k = extractHashJC(r.Cands, r.S, r.Pub, tab, tch[:nt], sp, s.deg[u])
-	} else {
-		k = extractHash(r.Cands, r.S, r.Pub, tab, tch[:nt])
-	}
-	w.flipHash(u, nbU)
-	r.Cands, r.S, r.Pub = r.Cands[:k], r.S[:k], r.Pub[:k]
+	return w.ht[:size], shift, w.hgen
 }
 
 // addHashSums is addSums into the table of generation gen: for every v in
@@ -229,16 +182,9 @@ func extractHashJC(cands []int32, sc, pub []float64, tab []hslot, slots []int32,
 		if x.s < 0 {
 			continue
 		}
-		c, cp := int32(x.s), int32(x.p)
 		v := int32(uint32(x.key))
 		cands[k] = v
-		y := sp[v]
-		sc[k] = float64(c) / float64(du+y.deg-c)
-		if cp > 0 {
-			pub[k] = float64(cp) / float64(du+y.np-cp)
-		} else {
-			pub[k] = 0
-		}
+		sc[k], pub[k] = jaccard(int32(x.s), int32(x.p), du, sp[v])
 		k++
 	}
 	return k
