@@ -2,7 +2,8 @@
 // PA (privacy-model §4) together with their zero-sensitivity public
 // counterparts (§10), for one query u against all of u's candidates (the
 // non-neighbours v != u), by wedge enumeration into dense per-worker
-// accumulators.
+// accumulators, or on large graphs into a per-query hash table sized to the
+// query's wedges (hashacc.go); both give bit-identical results.
 //
 // Scores are computed on the graph given, protected edges included. The
 // public score s_pub(u, v) only reads pairs that are invariant for query u

@@ -32,7 +32,9 @@ func (r *Result) NumCandidates() int { return len(r.Cands) + r.Zero }
 type accum struct{ s, p float64 }
 
 // Worker scores queries one at a time with dense accumulators of length N
-// that are reused across queries. A Worker is not safe for concurrent use;
+// that are reused across queries, or, for a query of a large graph, with a
+// hash table of its own size (hashacc.go); At, InZero and ZeroCands read
+// whichever the last query used. A Worker is not safe for concurrent use;
 // create one per goroutine with Scorer.NewWorker.
 type Worker struct {
 	s *Scorer
