@@ -375,3 +375,35 @@ func TestHashGenerationWrap(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoHashLargeGraph: on a graph whose AA accumulators span 8 MB
+// (2^19 slots of 16 bytes for more than 2^18 nodes) the kernel picks the
+// table by itself, and the results are the reference kernel's.
+func TestAutoHashLargeGraph(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a 300,000-node graph")
+	}
+	g := barabasiAlbert(t, 300000, 3, 4)
+	p, err := protect.Synthetic(g, 0.3, 0, randx.Seeded(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := New(g, p, AA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, ref := sc.NewWorker(), newRefWorker(sc)
+	var got, want Result
+	hashed := 0
+	for u := int32(0); u < 300000; u += 3001 {
+		w.Score(u, &got)
+		ref.Score(u, &want)
+		sameResult(t, AA, &got, &want)
+		if w.hashed {
+			hashed++
+		}
+	}
+	if hashed == 0 {
+		t.Fatal("no query used the table on a graph above the threshold")
+	}
+}
