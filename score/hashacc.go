@@ -6,7 +6,8 @@ import (
 	"unsafe"
 )
 
-// The hash accumulator of AA and RA queries on large graphs.
+// The hash accumulator of queries (AA, RA, CN, JC) and of the sensitivity
+// pass on large graphs.
 //
 // A query's wedges land on candidates spread over the whole id range, so on
 // a large graph the dense accumulators (16 bytes per node: 160 MB at 10 M
@@ -27,10 +28,11 @@ import (
 // check it with the table forced on small graphs.
 //
 // Measured on Barabasi-Albert graphs (m = 10, 30% of edges protected; one
-// core; ns per wedge, the dense kernel against the table, 200,000 random
-// queries): 1 M nodes 13.0 against 9.2; 10 M nodes 31-50 against 10-38 for
-// every size of query; 100 k nodes 5.7 against 8.1, where the dense
-// accumulators (1.6 MB) fit in the cache. Hence the rule in useHash.
+// core; AA, ns per wedge, the dense kernel against the table, 200,000 random
+// queries; BenchmarkScoreLarge): 1 M nodes 9.7-10.4 against 8.3-8.6, 10 M
+// nodes 25.6-26.3 against 9.5-10.7; at 100 k nodes, where the dense
+// accumulators (1.6 MB) fit in the cache, a prototype of the table was 1.4x
+// slower. Hence the rule in hashSize.
 
 // hslot is one slot of the table: a candidate and its two sums. key is
 // gen<<32 | v for the query generation gen that took the slot (the
@@ -59,8 +61,9 @@ const (
 	hashDenseFrac = 4
 )
 
-// accMode chooses between the dense accumulators and the table for AA and
-// RA queries: by size (accAuto), or always one of them (tests).
+// accMode chooses between the dense accumulators and the tables (queries
+// and the sensitivity pass): by size (accAuto), or always one of them
+// (tests).
 type accMode uint8
 
 const (
@@ -74,7 +77,7 @@ const (
 func (w *Worker) useHash(nbU []int32) (bool, int) {
 	s := w.s
 	dense := int64(len(w.acc))*int64(unsafe.Sizeof(accum{})) + int64(len(w.cnt32))*4 + int64(len(w.cnt))*8
-	if s.accMode == accDense || (s.accMode == accAuto && dense < hashMinDense) {
+	if !s.hashWanted(dense) {
 		return false, 0
 	}
 	var wedges int64
@@ -92,15 +95,34 @@ func (w *Worker) useHash(nbU []int32) (bool, int) {
 		}
 		wedges += int64(sp[z].deg)
 	}
-	size := 16
-	if wedges > 8 {
-		size = 1 << bits.Len64(uint64(2*wedges-1))
-	}
-	if s.accMode == accAuto && int64(size)*int64(unsafe.Sizeof(hslot{})) > dense/hashDenseFrac {
-		return false, 0
-	}
-	return true, size
+	size := s.hashSize(wedges, int64(unsafe.Sizeof(hslot{})), dense)
+	return size > 0, size
 }
+
+// hashWanted reports whether a table may replace dense accumulators of
+// dense bytes: always when forced, by size (at least hashMinDense) in
+// accAuto.
+func (s *Scorer) hashWanted(dense int64) bool {
+	return s.accMode == accHash || (s.accMode == accAuto && dense >= hashMinDense)
+}
+
+// hashSize is the size of a table for at most total entries of slotBytes
+// each (a power of two >= 16 and >= 2 total, so at most half full), or 0
+// when in accAuto it would exceed a hashDenseFrac-th of the dense bytes.
+func (s *Scorer) hashSize(total, slotBytes, dense int64) int {
+	size := 16
+	if total > 8 {
+		size = 1 << bits.Len64(uint64(2*total-1))
+	}
+	if s.accMode == accAuto && int64(size)*slotBytes > dense/hashDenseFrac {
+		return 0
+	}
+	return size
+}
+
+// hashShift is the right shift that keeps the top log2(size) bits of a
+// 32-bit hash (size a power of two).
+func hashShift(size int) uint32 { return uint32(33 - bits.Len(uint(size))) }
 
 // table readies the table of size slots for a new query: a new generation
 // (the table cleared when the counter wraps), and the shift that keeps the
@@ -114,7 +136,7 @@ func (w *Worker) table(size int) (tab []hslot, shift, gen uint32) {
 		clear(w.ht)
 		w.hgen = 1
 	}
-	shift = uint32(33 - bits.Len(uint(size))) // size = 2^k: keep the top k bits
+	shift = hashShift(size)
 	w.hsize, w.hshift, w.hashed = size, shift, true
 	return w.ht[:size], shift, w.hgen
 }
@@ -267,23 +289,16 @@ func newCslots(n int) []cslot {
 }
 
 // bcHashSize is the table size for node u's counts, or 0 when the dense
-// counters (dense bytes) are to be used: the rule of useHash.
+// counters (dense bytes) are to be used: hashWanted and hashSize, as for queries.
 func (s *Scorer) bcHashSize(u int32, dense int) int {
-	if s.accMode == accDense || (s.accMode == accAuto && dense < hashMinDense) {
+	if !s.hashWanted(int64(dense)) {
 		return 0
 	}
 	var total int64
 	for _, x := range s.adj[s.off[u]:s.off[u+1]] {
 		total += int64(s.p.Count(x))
 	}
-	size := 16
-	if total > 8 {
-		size = 1 << bits.Len64(uint64(2*total-1))
-	}
-	if s.accMode == accAuto && int64(size)*int64(unsafe.Sizeof(cslot{})) > int64(dense)/hashDenseFrac {
-		return 0
-	}
-	return size
+	return s.hashSize(total, int64(unsafe.Sizeof(cslot{})), int64(dense))
 }
 
 // bcHash is bc with the table tab (empty on entry and exit; a power of two
@@ -291,7 +306,7 @@ func (s *Scorer) bcHashSize(u int32, dense int) int {
 // slots taken.
 func bcHash(s *Scorer, u int32, tab []cslot, touched []int32) (b, c int) {
 	p := s.p
-	shift := uint32(33 - bits.Len(uint(len(tab))))
+	shift := hashShift(len(tab))
 	nt := 0
 	for _, x := range s.adj[s.off[u]:s.off[u+1]] {
 		px := p.Of(x)

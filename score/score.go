@@ -103,7 +103,7 @@ type Scorer struct {
 
 	pool sync.Pool // *Worker, reused by Each
 
-	accMode accMode // AA/RA accumulators: by size, or forced (tests)
+	accMode accMode // dense accumulators or hash tables: by size, or forced (tests)
 
 	// Every node by its number of protected pairs, descending (ties by
 	// id), built on the first party-unit JC/PA Evidence call (maxProtOf).
@@ -117,8 +117,8 @@ func New(g *graph.Graph, p *protect.Set, k Kind) (*Scorer, error) {
 	return newScorer(g, p, k, accAuto)
 }
 
-// newScorer is New with the accumulators of the sensitivity pass and of
-// AA/RA queries chosen by mode (accAuto: by size; the others for tests).
+// newScorer is New with the accumulators of the sensitivity pass and of the
+// queries chosen by mode (accAuto: by size; the others for tests).
 func newScorer(g *graph.Graph, p *protect.Set, k Kind, mode accMode) (*Scorer, error) {
 	if g == nil {
 		return nil, fmt.Errorf("score: nil graph")
