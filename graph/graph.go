@@ -104,6 +104,20 @@ func (g *Graph) Label(id int32) string {
 	return g.labels[id]
 }
 
+// AppendLabel appends Label(id) to dst without allocating a string (for
+// callers formatting many labels, such as a released list). Decimal-id
+// labels are formatted rather than read from the label table.
+func (g *Graph) AppendLabel(dst []byte, id int32) []byte {
+	if g.DecimalLabels() {
+		return strconv.AppendInt(dst, int64(id), 10)
+	}
+	return append(dst, g.labels[id]...)
+}
+
+// DecimalLabels reports whether every node's label is its decimal id
+// (with or without a label table).
+func (g *Graph) DecimalLabels() bool { return g.labels == nil || g.index.decimal }
+
 // Labels returns the label table (nil when labels are decimal ids).
 func (g *Graph) Labels() []string { return g.labels }
 
@@ -113,7 +127,7 @@ func (g *Graph) Labels() []string { return g.labels }
 // scattered inserts, which keeps a large batch's write volume linear in
 // its size (release.Recommender.Stream's documentation has the figures).
 func (g *Graph) ByLabel() []int32 {
-	if g.labels == nil || g.index.decimal { // the labels are the decimal ids
+	if g.DecimalLabels() {
 		return decimalLexOrder(g.N())
 	}
 	ids := make([]int32, g.N())

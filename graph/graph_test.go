@@ -317,3 +317,34 @@ func TestOpenProgressCountsFileBytes(t *testing.T) {
 		t.Fatalf("progress reported %d bytes, file has %d", n, len(data))
 	}
 }
+
+// TestAppendLabel: AppendLabel appends exactly Label, for decimal and
+// named labels.
+func TestAppendLabel(t *testing.T) {
+	named, _, err := Parse(strings.NewReader("alice bob\nbob carol\n"), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, _, err := Parse(strings.NewReader("0 1\n1 2\n3 4\n"), "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparse, _, err := Parse(strings.NewReader("0 1\n1 2\n3 12345\n"), "t") // decimal labels, not the ids
+	if err != nil {
+		t.Fatal(err)
+	}
+	if named.DecimalLabels() || !dec.DecimalLabels() || sparse.DecimalLabels() {
+		t.Fatalf("DecimalLabels: named %v, decimal ids %v, sparse decimals %v", named.DecimalLabels(), dec.DecimalLabels(), sparse.DecimalLabels())
+	}
+	bare, _, err := FromEdges(3, []Edge{{U: 0, V: 1}, {U: 1, V: 2}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []*Graph{named, dec, sparse, bare} {
+		for id := int32(0); id < int32(g.N()); id++ {
+			if got := string(g.AppendLabel([]byte("x,"), id)); got != "x,"+g.Label(id) {
+				t.Fatalf("AppendLabel(%d) = %q, want %q", id, got, "x,"+g.Label(id))
+			}
+		}
+	}
+}

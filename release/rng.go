@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 
+	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/randx"
 )
 
@@ -31,11 +32,11 @@ func UserRNG(seed uint64, label string, stream uint64) *rand.Rand {
 	return rand.New(rand.NewChaCha8(k))
 }
 
-// rngFor picks a user's generator: per-user PRF when seeded, else the
-// worker's crypto-seeded generator.
-func rngFor(seed *uint64, label string, stream uint64, crypto *rand.Rand) *rand.Rand {
+// rngFor picks user u's generator: per-user PRF of u's label when seeded,
+// else the worker's crypto-seeded generator.
+func rngFor(seed *uint64, g *graph.Graph, u int32, stream uint64, crypto *rand.Rand) *rand.Rand {
 	if seed != nil {
-		return UserRNG(*seed, label, stream)
+		return UserRNG(*seed, g.Label(u), stream)
 	}
 	if crypto == nil {
 		return randx.Crypto()

@@ -3,6 +3,7 @@ package release
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/dplp/dplp/calib"
 	"github.com/dplp/dplp/mech"
@@ -54,7 +55,7 @@ type Sampler struct {
 	picks []int
 	zero  []int32
 	seen  map[int32]struct{}
-	pub   []float64    // s_pub aligned with u.Vals (the lexicographic plan ranks by it)
+	pub   []float64    // s_pub aligned with u.Vals for the lexicographic plan (which ranks by it); empty otherwise
 	lq    list.Query   // SampleList
 	lscr  list.Scratch // SampleList
 }
@@ -76,8 +77,10 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 	sm.idx = sm.ord.order(in.Cands, in.Canonical, sm.idx[:0])
 	sm.u.Vals = plan.AppendUtilities(sm.u.Vals[:0], in.S, in.Pub, sm.idx)
 	sm.pub = sm.pub[:0]
-	for _, i := range sm.idx {
-		sm.pub = append(sm.pub, in.Pub[i])
+	if plan.Lexicographic() { // only the lexicographic plan reads the public scores
+		for _, i := range sm.idx {
+			sm.pub = append(sm.pub, in.Pub[i])
+		}
 	}
 	sm.u.Blocks = sm.u.Blocks[:0]
 	if in.Zero > 0 {
@@ -108,6 +111,10 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 	return out, nil
 }
 
+// scanMax is the most zero-block picks mapPicks checks for repeats by
+// scanning the list (a set beyond); a variable for tests.
+var scanMax = 64
+
 // mapPicks appends to dst the node ids of picks, indexes into the
 // candidates in the order sm.idx (explicit ones, i < len(in.Cands)) or into
 // the zero block (i >= len(in.Cands)). Zero-block members are exchangeable
@@ -134,12 +141,19 @@ func (sm *Sampler) mapPicks(in *UserInput, picks []int, rng *rand.Rand, dst []in
 		if len(sm.zero) != in.Zero {
 			return dst, fmt.Errorf("release: zero block lists %d members, want %d", len(sm.zero), in.Zero)
 		}
-	} else if blockPicks > 0 {
+	}
+	// Rejection draws skip members already drawn: a scan of the list so far
+	// (explicit candidates are never in the block) for short lists, a set
+	// for long ones.
+	useSet := !useList && blockPicks > scanMax
+	if useSet {
 		if sm.seen == nil {
 			sm.seen = make(map[int32]struct{}, blockPicks)
 		}
 		clear(sm.seen)
 	}
+	dst = slices.Grow(dst, len(picks))
+	start := len(dst)
 	for _, p := range picks {
 		switch {
 		case p < nc:
@@ -149,8 +163,16 @@ func (sm *Sampler) mapPicks(in *UserInput, picks []int, rng *rand.Rand, dst []in
 		default:
 			for tries := 0; ; tries++ {
 				v := int32(rng.IntN(in.N))
-				if _, dup := sm.seen[v]; !dup && in.InZero(v) {
-					sm.seen[v] = struct{}{}
+				var dup bool
+				if useSet {
+					_, dup = sm.seen[v]
+				} else {
+					dup = slices.Contains(dst[start:], v)
+				}
+				if !dup && in.InZero(v) {
+					if useSet {
+						sm.seen[v] = struct{}{}
+					}
 					dst = append(dst, v)
 					break
 				}
