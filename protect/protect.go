@@ -55,6 +55,12 @@ func (s *Set) Len() int64 { return int64(len(s.adj)) / 2 }
 // Of returns prot(w), sorted ascending. The slice aliases the set.
 func (s *Set) Of(w int32) []int32 { return s.adj[s.off[w]:s.off[w+1]] }
 
+// CSR returns the set's compressed rows: prot(w) is adj[off[w]:off[w+1]]
+// (ascending). The slices alias the set: read them, never modify them.
+// They let a caller that walks many rows read ahead (package score
+// prefetches them).
+func (s *Set) CSR() (off []int64, adj []int32) { return s.off, s.adj }
+
 // Count is |prot(w)|.
 func (s *Set) Count(w int32) int { return int(s.off[w+1] - s.off[w]) }
 

@@ -143,3 +143,41 @@ func BenchmarkScoreLarge(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSensitivityLarge times the sensitivity pass (Delta_s of every
+// node, on all cores) on the graph of BenchmarkScoreLarge (DPLP_BENCH_BA_N
+// nodes, skipped when unset), AA, with the dense counters and with the hash
+// counters forced; it reports ns per protected wedge (x in N(u), w in
+// prot(x)) over the pass's wall time.
+func BenchmarkSensitivityLarge(b *testing.B) {
+	n, _ := strconv.Atoi(os.Getenv("DPLP_BENCH_BA_N"))
+	if n <= 0 {
+		b.Skip("set DPLP_BENCH_BA_N to the number of nodes")
+	}
+	g := barabasiAlbert(b, n, 10, 1)
+	p, err := protect.Synthetic(g, 0.3, 0, randx.Seeded(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wedges int64
+	for x := range int32(n) {
+		wedges += int64(g.Degree(x)) * int64(p.Count(x))
+	}
+	for _, m := range []struct {
+		name string
+		mode accMode
+	}{{"dense", accDense}, {"hash", accHash}} {
+		sc, err := newScorer(g, p, AA, m.mode)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(m.name, func(b *testing.B) {
+			passes := 0
+			for b.Loop() {
+				sc.sensitivities()
+				passes++
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(wedges)/float64(passes), "ns/wedge")
+		})
+	}
+}

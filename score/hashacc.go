@@ -295,8 +295,13 @@ func (s *Scorer) bcHashSize(u int32, dense int) int {
 		return 0
 	}
 	var total int64
-	for _, x := range s.adj[s.off[u]:s.off[u+1]] {
-		total += int64(s.p.Count(x))
+	poff, _ := s.p.CSR()
+	nb := s.adj[s.off[u]:s.off[u+1]]
+	for i, x := range nb {
+		if j := i + spanAhead; j < len(nb) {
+			prefetch(unsafe.Pointer(&poff[nb[j]]), nil, nil, 0)
+		}
+		total += poff[x+1] - poff[x]
 	}
 	return s.hashSize(total, int64(unsafe.Sizeof(cslot{})), int64(dense))
 }
@@ -308,7 +313,10 @@ func bcHash(s *Scorer, u int32, tab []cslot, touched []int32) (b, c int) {
 	p := s.p
 	shift := hashShift(len(tab))
 	nt := 0
-	for _, x := range s.adj[s.off[u]:s.off[u+1]] {
+	nb := s.adj[s.off[u]:s.off[u+1]]
+	s.protStart(nb)
+	for i, x := range nb {
+		s.protAhead(nb, i)
 		px := p.Of(x)
 		if len(px) > 1 || (len(px) == 1 && px[0] != u) {
 			b = 1

@@ -362,7 +362,10 @@ func sensitivitiesWith[T ~uint16 | ~uint32](s *Scorer) {
 func bc[T ~uint16 | ~uint32](s *Scorer, u int32, cnt []T, touched []int32) (b, c int) {
 	p := s.p
 	nt := 0
-	for _, x := range s.adj[s.off[u]:s.off[u+1]] {
+	nb := s.adj[s.off[u]:s.off[u+1]]
+	s.protStart(nb)
+	for i, x := range nb {
+		s.protAhead(nb, i)
 		px := p.Of(x)
 		// prot(x) \ {u} is non-empty unless prot(x) is exactly {u} or empty.
 		if len(px) > 1 || (len(px) == 1 && px[0] != u) {

@@ -207,6 +207,45 @@ func (s *Scorer) ahead(nbU []int32, i int) {
 	prefetch(ps, nil, pl, lines)
 }
 
+// protStart and protAhead are prefetchStart and ahead for the sensitivity
+// pass, which walks the protected rows prot(x) of u's neighbours x: the
+// row offsets of nb[i+spanAhead] and the first lines of nb[i+adjAhead]'s
+// row.
+func (s *Scorer) protStart(nb []int32) {
+	poff, _ := s.p.CSR()
+	for i := range min(spanAhead, len(nb)) {
+		prefetch(unsafe.Pointer(&poff[nb[i]]), nil, nil, 0)
+	}
+	for i := range min(adjAhead, len(nb)) {
+		pl, lines := s.protRowStart(nb[i])
+		prefetch(nil, nil, pl, lines)
+	}
+}
+
+func (s *Scorer) protAhead(nb []int32, i int) {
+	var po, pl unsafe.Pointer
+	lines := 0
+	if j := i + spanAhead; j < len(nb) {
+		poff, _ := s.p.CSR()
+		po = unsafe.Pointer(&poff[nb[j]])
+	}
+	if j := i + adjAhead; j < len(nb) {
+		pl, lines = s.protRowStart(nb[j])
+	}
+	prefetch(po, nil, pl, lines)
+}
+
+// protRowStart is listStart for prot(x).
+func (s *Scorer) protRowStart(x int32) (unsafe.Pointer, int) {
+	poff, padj := s.p.CSR()
+	lo, hi := poff[x], poff[x+1]
+	if hi <= lo {
+		return nil, 0
+	}
+	p := unsafe.Pointer(&padj[lo])
+	return p, min(adjLines, (int(uintptr(p)&63)+4*int(hi-lo)+63)>>6)
+}
+
 // listStart is where z's neighbour list starts and how many cache lines,
 // at most adjLines, it covers (0 for an empty list).
 func (s *Scorer) listStart(z int32) (unsafe.Pointer, int) {
