@@ -195,6 +195,18 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 	// still charged once for a sticky list: the charge's idempotency key
 	// finds the first release.
 	const ahead = 2
+	// Workers per window: a batch of several windows samples each of the
+	// two in flight with half the cores, so that the charging goroutine
+	// (the stream's serial stage: the transaction and most of the
+	// encoding) competes with two samplers per two cores instead of four;
+	// the samplers still keep ahead of it. At 1 M users that made the
+	// release 3-5% faster with exposure on and off, with 0.15-0.25 GB less
+	// at the peak (fewer scorers' buffers). A batch of one window gets
+	// every core.
+	per := nw
+	if len(users) > batch {
+		per = max(1, nw/ahead)
+	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type prepared struct {
@@ -244,7 +256,7 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 	if prep != nil {
 		fill(1, 1)
 	} else {
-		fill(ahead, nw)
+		fill(ahead, per)
 	}
 	for prep != nil {
 		var done chan prepared // nil (never ready) when nothing is in flight or enough is ready
@@ -298,7 +310,7 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		fill(ahead, nw)
+		fill(ahead, per)
 		res, err := r.commit(ctx, w, k)
 		if err != nil {
 			return err
