@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/par"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
@@ -105,15 +106,8 @@ func BenchmarkScoreHub(b *testing.B) {
 // 100 k, 1 M and 10 M nodes (the 10 M graph takes about a minute to build and
 // 6 GB).
 func BenchmarkScoreLarge(b *testing.B) {
-	n, _ := strconv.Atoi(os.Getenv("DPLP_BENCH_BA_N"))
-	if n <= 0 {
-		b.Skip("set DPLP_BENCH_BA_N to the number of nodes")
-	}
-	g := barabasiAlbert(b, n, 10, 1)
-	p, err := protect.Synthetic(g, 0.3, 0, randx.Seeded(1))
-	if err != nil {
-		b.Fatal(err)
-	}
+	g, p := largeBA(b)
+	n := g.N()
 	rng := randx.Seeded(5)
 	queries := make([]int32, 200000)
 	for i := range queries {
@@ -150,15 +144,8 @@ func BenchmarkScoreLarge(b *testing.B) {
 // counters forced; it reports ns per protected wedge (x in N(u), w in
 // prot(x)) over the pass's wall time.
 func BenchmarkSensitivityLarge(b *testing.B) {
-	n, _ := strconv.Atoi(os.Getenv("DPLP_BENCH_BA_N"))
-	if n <= 0 {
-		b.Skip("set DPLP_BENCH_BA_N to the number of nodes")
-	}
-	g := barabasiAlbert(b, n, 10, 1)
-	p, err := protect.Synthetic(g, 0.3, 0, randx.Seeded(1))
-	if err != nil {
-		b.Fatal(err)
-	}
+	g, p := largeBA(b)
+	n := g.N()
 	var wedges int64
 	for x := range int32(n) {
 		wedges += int64(g.Degree(x)) * int64(p.Count(x))
@@ -180,4 +167,20 @@ func BenchmarkSensitivityLarge(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(wedges)/float64(passes), "ns/wedge")
 		})
 	}
+}
+
+// largeBA is the graph of the Large benchmarks: Barabasi-Albert with
+// DPLP_BENCH_BA_N nodes, m = 10, 30% of edges protected (the benchmark is
+// skipped when the variable is unset).
+func largeBA(b *testing.B) (*graph.Graph, *protect.Set) {
+	n, _ := strconv.Atoi(os.Getenv("DPLP_BENCH_BA_N"))
+	if n <= 0 {
+		b.Skip("set DPLP_BENCH_BA_N to the number of nodes")
+	}
+	g := barabasiAlbert(b, n, 10, 1)
+	p, err := protect.Synthetic(g, 0.3, 0, randx.Seeded(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return g, p
 }
