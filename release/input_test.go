@@ -72,11 +72,18 @@ func TestZeroBlockRepeatCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := score.New(g, nil, score.CN)
+	p, err := protect.Synthetic(g, 0.3, 0.01, randx.Seeded(6))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := calib.Config{Method: calib.Exponential, Kind: score.CN, Eps: 0.01} // mostly zero-block picks
+	sc, err := score.New(g, p, score.CN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Protected pairs give noise (Delta_s > 0) and eps 0.01 makes it nearly
+	// uniform: most picks are zero-block members, drawn in any position.
+	cfg := calib.Config{Method: calib.Exponential, Kind: score.CN, Eps: 0.01}
+	zeroFirst := 0 // lists whose first pick is a zero-block member
 	defer func(v int) { scanMax = v }(scanMax)
 	for _, k := range []int{5, 30, 200} {
 		var lists [2][][]int32
@@ -101,6 +108,12 @@ func TestZeroBlockRepeatCheck(t *testing.T) {
 					}
 					seen[v] = true
 				}
+				if plan.Scale == 0 {
+					t.Fatalf("user %d: no noise (Delta_s = 0); the test needs zero-block picks in every position", u)
+				}
+				if len(out.IDs) > 0 && !slices.Contains(r.Cands, out.IDs[0]) {
+					zeroFirst++
+				}
 				lists[pass] = append(lists[pass], out.IDs)
 			}
 		}
@@ -109,6 +122,9 @@ func TestZeroBlockRepeatCheck(t *testing.T) {
 				t.Fatalf("k=%d, query %d: set %v, scan %v", k, i, lists[0][i], lists[1][i])
 			}
 		}
+	}
+	if zeroFirst == 0 {
+		t.Fatal("no list starts with a zero-block pick: the repeat checks are not exercised")
 	}
 }
 
