@@ -87,11 +87,11 @@ func (w *Worker) useHash(nbU []int32) (bool, int) {
 	// cache).
 	ahead := min(len(nbU), sumAhead)
 	for _, z := range nbU[:ahead] {
-		prefetch(unsafe.Pointer(&sp[z]), nil, nil, 0)
+		prefetch(unsafe.Pointer(&sp[z]), nil, 0)
 	}
 	for i, z := range nbU {
 		if j := i + ahead; j < len(nbU) {
-			prefetch(unsafe.Pointer(&sp[nbU[j]]), nil, nil, 0)
+			prefetch(unsafe.Pointer(&sp[nbU[j]]), nil, 0)
 		}
 		wedges += int64(sp[z].deg)
 	}
@@ -299,7 +299,7 @@ func (s *Scorer) bcHashSize(u int32, dense int) int {
 	nb := s.adj[s.off[u]:s.off[u+1]]
 	for i, x := range nb {
 		if j := i + spanAhead; j < len(nb) {
-			prefetch(unsafe.Pointer(&poff[nb[j]]), nil, nil, 0)
+			prefetch(unsafe.Pointer(&poff[nb[j]]), nil, 0)
 		}
 		total += poff[x+1] - poff[x]
 	}

@@ -2,22 +2,16 @@
 
 #include "textflag.h"
 
-// func prefetch(a, b, list unsafe.Pointer, lines int)
-TEXT ·prefetch(SB), NOSPLIT, $0-32
+// func prefetch(a, list unsafe.Pointer, lines int)
+TEXT ·prefetch(SB), NOSPLIT, $0-24
 	MOVQ a+0(FP), AX
-	TESTQ AX, AX
-	JZ   nob
-	PREFETCHT0 (AX)
-
-nob:
-	MOVQ b+8(FP), AX
 	TESTQ AX, AX
 	JZ   lists
 	PREFETCHT0 (AX)
 
 lists:
-	MOVQ list+16(FP), SI
-	MOVQ lines+24(FP), CX
+	MOVQ list+8(FP), SI
+	MOVQ lines+16(FP), CX
 	TESTQ CX, CX
 	JLE  done
 

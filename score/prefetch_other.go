@@ -6,4 +6,4 @@ import "unsafe"
 
 // prefetch is a hint only (see prefetch_amd64.go); without an
 // implementation for this architecture it does nothing.
-func prefetch(a, b, list unsafe.Pointer, lines int) {}
+func prefetch(a, list unsafe.Pointer, lines int) {}

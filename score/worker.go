@@ -184,11 +184,11 @@ const (
 // neighbours of a query, those the look-ahead of the wedge loops skips.
 func (s *Scorer) prefetchStart(nbU []int32) {
 	for i := range min(spanAhead, len(nbU)) {
-		prefetch(unsafe.Pointer(&s.sp[nbU[i]]), nil, nil, 0)
+		prefetch(unsafe.Pointer(&s.sp[nbU[i]]), nil, 0)
 	}
 	for i := range min(adjAhead, len(nbU)) {
 		pl, lines := s.listStart(nbU[i])
-		prefetch(nil, nil, pl, lines)
+		prefetch(nil, pl, lines)
 	}
 }
 
@@ -204,7 +204,7 @@ func (s *Scorer) ahead(nbU []int32, i int) {
 	if j := i + adjAhead; j < len(nbU) {
 		pl, lines = s.listStart(nbU[j])
 	}
-	prefetch(ps, nil, pl, lines)
+	prefetch(ps, pl, lines)
 }
 
 // protStart and protAhead are prefetchStart and ahead for the sensitivity
@@ -214,11 +214,11 @@ func (s *Scorer) ahead(nbU []int32, i int) {
 func (s *Scorer) protStart(nb []int32) {
 	poff, _ := s.p.CSR()
 	for i := range min(spanAhead, len(nb)) {
-		prefetch(unsafe.Pointer(&poff[nb[i]]), nil, nil, 0)
+		prefetch(unsafe.Pointer(&poff[nb[i]]), nil, 0)
 	}
 	for i := range min(adjAhead, len(nb)) {
 		pl, lines := s.protRowStart(nb[i])
-		prefetch(nil, nil, pl, lines)
+		prefetch(nil, pl, lines)
 	}
 }
 
@@ -232,7 +232,7 @@ func (s *Scorer) protAhead(nb []int32, i int) {
 	if j := i + adjAhead; j < len(nb) {
 		pl, lines = s.protRowStart(nb[j])
 	}
-	prefetch(po, nil, pl, lines)
+	prefetch(po, pl, lines)
 }
 
 // protRowStart is listStart for prot(x).
@@ -303,7 +303,7 @@ func countsIn[T counter](w *Worker, cnt []T, u int32, r *Result) {
 		if j := i + adjAhead; j < len(nbU) {
 			pl, lines = s.listStart(nbU[j])
 		}
-		prefetch(ps, nil, pl, lines)
+		prefetch(ps, pl, lines)
 		x := sp[z]
 		lo, mid, hi := x.lo, x.lo+int64(x.np), x.lo+int64(x.deg)
 		wedges += hi - lo
