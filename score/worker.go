@@ -181,27 +181,24 @@ const (
 )
 
 // prefetchStart requests the spans and the list starts of the first
-// neighbours of a query, those the look-ahead of the wedge loops skips.
+// neighbours of a query, those the look-ahead of the wedge loops skips: the
+// look-ahead of the positions before the first.
 func (s *Scorer) prefetchStart(nbU []int32) {
-	for i := range min(spanAhead, len(nbU)) {
-		prefetch(unsafe.Pointer(&s.sp[nbU[i]]), nil, 0)
-	}
-	for i := range min(adjAhead, len(nbU)) {
-		pl, lines := s.listStart(nbU[i])
-		prefetch(nil, pl, lines)
+	for i := -spanAhead; i < 0; i++ {
+		s.ahead(nbU, i)
 	}
 }
 
 // ahead is the wedge loops' look-ahead at neighbour i of the query's list
-// nbU: the span of nbU[i+spanAhead] and the first lines of
-// nbU[i+adjAhead]'s list, in one call of prefetch.
+// nbU (i may be negative: prefetchStart): the span of nbU[i+spanAhead] and
+// the first lines of nbU[i+adjAhead]'s list, in one call of prefetch.
 func (s *Scorer) ahead(nbU []int32, i int) {
 	var ps, pl unsafe.Pointer
 	lines := 0
-	if j := i + spanAhead; j < len(nbU) {
+	if j := i + spanAhead; uint(j) < uint(len(nbU)) {
 		ps = unsafe.Pointer(&s.sp[nbU[j]])
 	}
-	if j := i + adjAhead; j < len(nbU) {
+	if j := i + adjAhead; uint(j) < uint(len(nbU)) {
 		pl, lines = s.listStart(nbU[j])
 	}
 	prefetch(ps, pl, lines)
@@ -212,37 +209,33 @@ func (s *Scorer) ahead(nbU []int32, i int) {
 // row offsets of nb[i+spanAhead] and the first lines of nb[i+adjAhead]'s
 // row.
 func (s *Scorer) protStart(nb []int32) {
-	poff, _ := s.p.CSR()
-	for i := range min(spanAhead, len(nb)) {
-		prefetch(unsafe.Pointer(&poff[nb[i]]), nil, 0)
-	}
-	for i := range min(adjAhead, len(nb)) {
-		pl, lines := s.protRowStart(nb[i])
-		prefetch(nil, pl, lines)
+	for i := -spanAhead; i < 0; i++ {
+		s.protAhead(nb, i)
 	}
 }
 
 func (s *Scorer) protAhead(nb []int32, i int) {
+	poff, padj := s.p.CSR()
 	var po, pl unsafe.Pointer
 	lines := 0
-	if j := i + spanAhead; j < len(nb) {
-		poff, _ := s.p.CSR()
+	if j := i + spanAhead; uint(j) < uint(len(nb)) {
 		po = unsafe.Pointer(&poff[nb[j]])
 	}
-	if j := i + adjAhead; j < len(nb) {
-		pl, lines = s.protRowStart(nb[j])
+	if j := i + adjAhead; uint(j) < uint(len(nb)) {
+		x := nb[j]
+		pl, lines = rowStart(padj, poff[x], poff[x+1])
 	}
 	prefetch(po, pl, lines)
 }
 
-// protRowStart is listStart for prot(x).
-func (s *Scorer) protRowStart(x int32) (unsafe.Pointer, int) {
-	poff, padj := s.p.CSR()
-	lo, hi := poff[x], poff[x+1]
+// rowStart is where the row adj[lo:hi] of a compressed adjacency starts
+// and how many cache lines, at most adjLines, it covers (0 for an empty
+// row).
+func rowStart(adj []int32, lo, hi int64) (unsafe.Pointer, int) {
 	if hi <= lo {
 		return nil, 0
 	}
-	p := unsafe.Pointer(&padj[lo])
+	p := unsafe.Pointer(&adj[lo])
 	return p, min(adjLines, (int(uintptr(p)&63)+4*int(hi-lo)+63)>>6)
 }
 
@@ -250,11 +243,7 @@ func (s *Scorer) protRowStart(x int32) (unsafe.Pointer, int) {
 // at most adjLines, it covers (0 for an empty list).
 func (s *Scorer) listStart(z int32) (unsafe.Pointer, int) {
 	x := s.sp[z]
-	if x.deg <= 0 {
-		return nil, 0
-	}
-	p := unsafe.Pointer(&s.adj[x.lo])
-	return p, min(adjLines, (int(uintptr(p)&63)+4*int(x.deg)+63)>>6)
+	return rowStart(s.adj, x.lo, x.lo+int64(x.deg))
 }
 
 // counter is a CN/JC accumulator word of 2 x half bits: the low half counts
