@@ -45,6 +45,36 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 	if err := checkCap(cap); err != nil {
 		return nil, err
 	}
+	p, err := s.prepareBatch(ctx, rs)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.users) == 0 { // nothing valid to charge: no transaction
+		results := make([]ChargeResult, len(rs))
+		for i := range results {
+			results[i].Err = p.bad[i]
+		}
+		return results, nil
+	}
+	if s.j != nil {
+		return s.j.charge(ctx, s, p, cap)
+	}
+	return s.chargeSQL(ctx, p, cap)
+}
+
+// batch is a ChargeBatch call's releases, validated and encoded outside
+// any transaction: items the normalized releases, bad their refusals
+// (nil: valid), enc their encoded columns, users the valid items' users,
+// sorted and distinct.
+type batch struct {
+	items []Release
+	bad   []error
+	enc   []encoded
+	users []string
+}
+
+// prepareBatch validates and encodes rs on all cores.
+func (s *sqlStore) prepareBatch(ctx context.Context, rs []Release) (*batch, error) {
 	now := s.now().UTC()
 	items := make([]Release, len(rs))
 	bad := make([]error, len(rs))
@@ -98,31 +128,28 @@ func (s *sqlStore) ChargeBatch(ctx context.Context, rs []Release, cap Cap) ([]Ch
 			users[items[i].User] = true
 		}
 	}
-	if len(users) == 0 { // nothing valid to charge: no transaction
-		results := make([]ChargeResult, len(rs))
-		for i := range results {
-			results[i].Err = bad[i]
-		}
-		return results, nil
-	}
 	sorted := make([]string, 0, len(users))
 	for u := range users {
 		sorted = append(sorted, u)
 	}
 	sort.Strings(sorted)
+	return &batch{items: items, bad: bad, enc: enc, users: sorted}, nil
+}
 
+// chargeSQL charges p in one write transaction (chargeTx).
+func (s *sqlStore) chargeSQL(ctx context.Context, p *batch, cap Cap) ([]ChargeResult, error) {
 	var results []ChargeResult
 	learned := map[string]int64{} // label ids read or assigned by the transaction
 	pend := dictPending{}         // the same, by dictionary index
 	pb := pendingBlocks{}         // block ids recorded or read by the transaction
 	digests := map[[sha256.Size]byte]int64{}
-	err = s.b.write(ctx, func(q querier) error {
+	err := s.b.write(ctx, func(q querier) error {
 		var err error
 		clear(learned)
 		clear(pend)
 		clear(pb)
 		clear(digests)
-		results, err = chargeTx(ctx, s.b, q, &s.labels, learned, pend, pb, digests, items, enc, bad, sorted, cap, s.schema) // fn may be retried: start afresh
+		results, err = chargeTx(ctx, s.b, q, &s.labels, learned, pend, pb, digests, p.items, p.enc, p.bad, p.users, cap, s.schema) // fn may be retried: start afresh
 		return err
 	})
 	if err != nil {
@@ -153,7 +180,6 @@ type idemRef struct {
 // reserved by the backend, in multi-row statements) and write the changed
 // spend rows back.
 func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned map[string]int64, pend dictPending, pb pendingBlocks, digests map[[sha256.Size]byte]int64, items []Release, enc []encoded, bad []error, users []string, cap Cap, v schemaLevel) ([]ChargeResult, error) {
-	results := make([]ChargeResult, len(items))
 	for i := range items {
 		items[i].ID = 0 // a retried transaction starts afresh: no ID is reserved yet
 	}
@@ -168,74 +194,12 @@ func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned
 	if err != nil {
 		return nil, err
 	}
-	var fresh []int            // items accepted here, in order: they get IDs below
-	sameAs := map[int]int{}    // item -> the earlier accepted item with its key
-	batch := map[idemRef]int{} // key -> the accepted item that holds it
-	for i := range items {
-		if bad[i] != nil {
-			results[i].Err = bad[i]
-			continue
-		}
-		r := items[i]
-		ref := idemRef{r.User, r.IdemKey, r.Seeded}
-		if r.IdemKey != "" {
-			old, ok := known[ref]
-			if j, inBatch := batch[ref]; inBatch {
-				old, ok = items[j], true
-				sameAs[i] = j
-			}
-			if ok && old.Seeded != r.Seeded {
-				// Unreachable (keys are looked up within the provenance),
-				// kept as the last line of defence: a stored release is
-				// never the answer to a request of another provenance.
-				delete(sameAs, i)
-				results[i].Err = fmt.Errorf("ledger: %w: user %q key %q: stored release %s is %s, the request is %s",
-					ErrIdemConflict, r.User, r.IdemKey, describeID(old.ID), old.Provenance(), r.Provenance())
-				continue
-			}
-			if ok {
-				if old.Model != r.Model || old.K != r.K {
-					delete(sameAs, i)
-					results[i].Err = fmt.Errorf("ledger: %w: user %q key %q was used for release %s (model %q, k=%d), not model %q, k=%d",
-						ErrIdemConflict, r.User, r.IdemKey, describeID(old.ID), old.Model, old.K, r.Model, r.K)
-				} else {
-					results[i] = ChargeResult{Release: old}
-				}
-				continue
-			}
-		}
-		sp := spends[r.User]
-		// The party-unit total is +Inf once unbounded: then, as for an
-		// unbounded PartyCost, only an infinite PartyEps lets it pass.
-		if !(sp.spent+r.Cost <= cap.Eps) || !(sp.rho+r.Rho <= cap.Rho) || !(sp.partyTotal()+r.PartyCost <= cap.PartyEps) {
-			results[i].Err = &BudgetError{User: r.User, Spent: sp.spent, Cost: r.Cost, Rho: sp.rho, RhoC: r.Rho,
-				PartySpent: sp.partyTotal(), PartyCost: r.PartyCost, Unit: r.Unit, Cap: cap}
-			continue
-		}
-		sp.spent += r.Cost
-		sp.rho += r.Rho
-		addParty(&sp.partySpent, &sp.partyUnb, r.PartyCost)
-		sp.releases++
-		if r.Seeded {
-			sp.seeded++
-		}
-		sp.dirty = true
-		if r.IdemKey != "" {
-			batch[ref] = i // a later item with the same key gets this release
-		}
-		fresh = append(fresh, i)
-	}
+	results, fresh, sameAs := decide(items, bad, known, spends, cap)
 	ids, err := b.nextIDs(ctx, q, len(fresh))
 	if err != nil {
 		return nil, err
 	}
-	for n, i := range fresh {
-		items[i].ID = ids[n]
-		results[i] = ChargeResult{Release: items[i], Fresh: true}
-	}
-	for i, j := range sameAs {
-		results[i] = ChargeResult{Release: items[j]}
-	}
+	settle(items, results, fresh, sameAs, ids)
 	var sets [][]byte // the fresh releases' encoded influencer sets (schema 8 and later)
 	if v.hasLabels() {
 		// The sets with labels the cache did not know when they were
@@ -291,10 +255,104 @@ func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned
 		}
 	}
 	verb := insertVerb(b.name())
-	if err := insertReleases(ctx, q, verb, items, enc, sets, fresh, v); err != nil {
+	rows := make([]releaseRow, len(fresh))
+	for j, i := range fresh {
+		var set []byte
+		if sets != nil {
+			set = sets[j]
+		}
+		rows[j] = rowOf(&items[i], enc[i], set, v)
+	}
+	if err := insertReleases(ctx, q, verb, rows, v); err != nil {
 		return nil, err
 	}
 	return results, writeSpends(ctx, q, verb, users, spends, v)
+}
+
+// decide charges the valid items in order, each exactly as Charge would
+// given the ones before it: an item whose (user, provenance, key) is in
+// known (recorded) or was accepted earlier in the batch replays that
+// release (or is an ErrIdemConflict when the model or k differ), an item
+// that would take its user over cap is refused with a *BudgetError, and
+// every other item is accepted and its costs are added to its user's row
+// of spends (which must hold every valid item's user; changed rows are
+// marked dirty). It returns the results of the refused and replayed items,
+// the accepted items in order (fresh: their IDs are not assigned yet) and,
+// for each item that replays an item accepted earlier in the batch, that
+// item; settle completes the results once IDs are assigned. This is the
+// one place where a charge is decided: chargeTx calls it inside its
+// transaction, the charge journal (journal.go) on its in-memory totals.
+func decide(items []Release, bad []error, known map[idemRef]Release, spends map[string]*spendRow, cap Cap) (results []ChargeResult, fresh []int, sameAs map[int]int) {
+	results = make([]ChargeResult, len(items))
+	sameAs = map[int]int{}     // item -> the earlier accepted item with its key
+	batch := map[idemRef]int{} // key -> the accepted item that holds it
+	for i := range items {
+		if bad[i] != nil {
+			results[i].Err = bad[i]
+			continue
+		}
+		r := items[i]
+		ref := idemRef{r.User, r.IdemKey, r.Seeded}
+		if r.IdemKey != "" {
+			old, ok := known[ref]
+			if j, inBatch := batch[ref]; inBatch {
+				old, ok = items[j], true
+				sameAs[i] = j
+			}
+			if ok && old.Seeded != r.Seeded {
+				// Unreachable (keys are looked up within the provenance),
+				// kept as the last line of defence: a stored release is
+				// never the answer to a request of another provenance.
+				delete(sameAs, i)
+				results[i].Err = fmt.Errorf("ledger: %w: user %q key %q: stored release %s is %s, the request is %s",
+					ErrIdemConflict, r.User, r.IdemKey, describeID(old.ID), old.Provenance(), r.Provenance())
+				continue
+			}
+			if ok {
+				if old.Model != r.Model || old.K != r.K {
+					delete(sameAs, i)
+					results[i].Err = fmt.Errorf("ledger: %w: user %q key %q was used for release %s (model %q, k=%d), not model %q, k=%d",
+						ErrIdemConflict, r.User, r.IdemKey, describeID(old.ID), old.Model, old.K, r.Model, r.K)
+				} else {
+					results[i] = ChargeResult{Release: old}
+				}
+				continue
+			}
+		}
+		sp := spends[r.User]
+		// The party-unit total is +Inf once unbounded: then, as for an
+		// unbounded PartyCost, only an infinite PartyEps lets it pass.
+		if !(sp.spent+r.Cost <= cap.Eps) || !(sp.rho+r.Rho <= cap.Rho) || !(sp.partyTotal()+r.PartyCost <= cap.PartyEps) {
+			results[i].Err = &BudgetError{User: r.User, Spent: sp.spent, Cost: r.Cost, Rho: sp.rho, RhoC: r.Rho,
+				PartySpent: sp.partyTotal(), PartyCost: r.PartyCost, Unit: r.Unit, Cap: cap}
+			continue
+		}
+		sp.spent += r.Cost
+		sp.rho += r.Rho
+		addParty(&sp.partySpent, &sp.partyUnb, r.PartyCost)
+		sp.releases++
+		if r.Seeded {
+			sp.seeded++
+		}
+		sp.dirty = true
+		if r.IdemKey != "" {
+			batch[ref] = i // a later item with the same key gets this release
+		}
+		fresh = append(fresh, i)
+	}
+	return results, fresh, sameAs
+}
+
+// settle gives the accepted items (decide's fresh) their IDs and completes
+// the results of them and of the items that replay them.
+func settle(items []Release, results []ChargeResult, fresh []int, sameAs map[int]int, ids []int64) {
+	for n, i := range fresh {
+		items[i].ID = ids[n]
+		results[i] = ChargeResult{Release: items[i], Fresh: true}
+	}
+	for i, j := range sameAs {
+		results[i] = ChargeResult{Release: items[j]}
+	}
 }
 
 // describeID names a recorded release, or one accepted earlier in the same
@@ -470,11 +528,43 @@ func insertVerb(dialect string) string {
 	return "INSERT INTO "
 }
 
-// insertReleases records items[fresh[0]], items[fresh[1]], ... (their IDs
-// already set, enc their encoded columns) in multi-row statements: one
-// statement per release cost as much as the row itself. verb is
-// insertVerb's.
-func insertReleases(ctx context.Context, q querier, verb string, items []Release, enc []encoded, sets [][]byte, fresh []int, v schemaLevel) error {
+// releaseRow is one row of the releases table as chargeTx and the charge
+// journal write it (every column of LatestSchema; insertReleases leaves out
+// the ones an older schema lacks).
+type releaseRow struct {
+	id                   int64
+	user, model          string
+	k                    int
+	list                 string // JSON array
+	epsP, cost, rho      float64
+	seeded               bool
+	idem                 string // "" is NULL
+	created              string // fmtTime
+	infl                 string // JSON array (before schema 8; "" after)
+	folded               bool
+	unit                 string
+	partyCost            float64 // +Inf is NULL (unbounded)
+	inflIDs              []byte  // the encoded set (schema 8)
+}
+
+// rowOf is the row that records the accepted release r (its ID set), e its
+// encoded columns and set its encoded influencer set (schema 8).
+func rowOf(r *Release, e encoded, set []byte, v schemaLevel) releaseRow {
+	infl := e.infl
+	if v.hasLabels() {
+		infl = "" // in infl_ids
+	}
+	// A release with influencers waits (folded = 0) to be added to the
+	// exposure table by foldExposure; recording it here is what makes its
+	// exposure durable.
+	return releaseRow{id: r.ID, user: r.User, model: r.Model, k: r.K, list: e.list, epsP: r.EpsP, cost: r.Cost, rho: r.Rho,
+		seeded: r.Seeded, idem: r.IdemKey, created: fmtTime(r.Time), infl: infl, folded: !r.hasInfluencers(),
+		unit: r.Unit.String(), partyCost: r.PartyCost, inflIDs: set}
+}
+
+// insertReleases records rows in multi-row statements: one statement per
+// release cost as much as the row itself. verb is insertVerb's.
+func insertReleases(ctx context.Context, q querier, verb string, rows []releaseRow, v schemaLevel) error {
 	cols, n := "id, user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded, unit, party_cost, infl_ids", 16
 	if !v.hasLabels() {
 		cols, n = strings.TrimSuffix(cols, ", infl_ids"), n-1
@@ -485,45 +575,36 @@ func insertReleases(ctx context.Context, q querier, verb string, items []Release
 	if !v.hasUnit() {
 		// A store before the unit column (tests at older schemas) takes
 		// party-unit releases only.
-		for _, i := range fresh {
-			if items[i].Unit != privunit.Party {
-				return fmt.Errorf("ledger: %w: a %v-unit release in a store at a schema before version %d", ErrInvalid, items[i].Unit, unitSchema)
+		for _, r := range rows {
+			if r.unit != privunit.Party.String() {
+				return fmt.Errorf("ledger: %w: a %v-unit release in a store at a schema before version %d", ErrInvalid, r.unit, unitSchema)
 			}
 		}
 		cols, n = strings.TrimSuffix(cols, ", unit"), n-1
 	}
-	return execRows(ctx, q, len(fresh), n, verb+"releases ("+cols+") VALUES ", "",
+	return execRows(ctx, q, len(rows), n, verb+"releases ("+cols+") VALUES ", "",
 		func(j int, args []any) []any {
-			i := fresh[j]
-			r := &items[i]
+			r := &rows[j]
 			var idem any
-			if r.IdemKey != "" {
-				idem = r.IdemKey
+			if r.idem != "" {
+				idem = r.idem
 			}
-			seeded := 0
-			if r.Seeded {
+			seeded, folded := 0, 0
+			if r.seeded {
 				seeded = 1
 			}
-			// A release with influencers waits (folded = 0) to be added to
-			// the exposure table by foldExposure; recording it here is what
-			// makes its exposure durable.
-			folded := 1
-			if r.hasInfluencers() {
-				folded = 0
+			if r.folded {
+				folded = 1
 			}
-			infl := enc[i].infl
-			if v.hasLabels() {
-				infl = "" // in infl_ids
-			}
-			args = append(args, r.ID, r.User, r.Model, r.K, enc[i].list, r.EpsP, r.Cost, r.Rho, seeded, idem, fmtTime(r.Time), infl, folded)
+			args = append(args, r.id, r.user, r.model, r.k, r.list, r.epsP, r.cost, r.rho, seeded, idem, r.created, r.infl, folded)
 			if v.hasUnit() {
-				args = append(args, r.Unit.String())
+				args = append(args, r.unit)
 			}
 			if v.hasParty() {
-				args = append(args, partyCostArg(r.PartyCost))
+				args = append(args, partyCostArg(r.partyCost))
 			}
 			if v.hasLabels() {
-				args = append(args, sets[j])
+				args = append(args, r.inflIDs)
 			}
 			return args
 		})

@@ -42,6 +42,7 @@ func TestDictMatchesLabels(t *testing.T) {
 	d, blocks := testBlocks(t, labels)
 	defer func(m int) { preloadMin = m }(preloadMin)
 	eachStore(t, func(t *testing.T, fx fixture) {
+		fx.skipJournal(t)
 		for _, schema := range []int{partySchema, labelSchema, efSchema, LatestSchema, -LatestSchema} {
 			// -LatestSchema: handles preload every label and block id
 			// first (preloadMin reached).
@@ -255,6 +256,7 @@ func TestPrepareInfluence(t *testing.T) {
 	labels := []string{"10", "9", "a", "b", "200", "3", "x y", "0"}
 	_, blocks := testBlocks(t, labels)
 	eachStore(t, func(t *testing.T, fx fixture) {
+		fx.skipJournal(t)
 		ctx := ctxT(t)
 		dsn := fx.dsn(t)
 		a, b := openDSN(t, dsn).(*sqlStore), openDSN(t, dsn).(*sqlStore)

@@ -324,6 +324,9 @@ func applyFold(ctx context.Context, q querier, ids []int64, expo *foldAcc) error
 }
 
 func (s *sqlStore) Exposure(ctx context.Context, top int) ([]Exposure, error) {
+	if err := s.flush(ctx); err != nil {
+		return nil, err
+	}
 	var out []Exposure
 	var err error
 	if s.readOnly {

@@ -29,6 +29,19 @@ type fixture struct {
 	dsn func(t *testing.T) string
 }
 
+// sqlite reports whether the fixture is an SQLite store (with or without
+// the charge journal).
+func (f fixture) sqlite() bool { return strings.HasPrefix(f.name, "sqlite") }
+
+// skipJournal skips a subtest that needs two handles writing one ledger,
+// which the charge journal (the only writer) refuses by design.
+func (f fixture) skipJournal(t *testing.T) {
+	t.Helper()
+	if f.name == journalFixture.name {
+		t.Skip("two writing handles on one ledger: the charge journal refuses them by design (TestJournalExclusive)")
+	}
+}
+
 func (f fixture) open(t *testing.T) Store {
 	t.Helper()
 	return openDSN(t, f.dsn(t))
@@ -46,6 +59,12 @@ func openDSN(t *testing.T, dsn string) Store {
 
 var sqliteFixture = fixture{"sqlite", func(t *testing.T) string {
 	return "sqlite:" + filepath.Join(t.TempDir(), "ledger.db")
+}}
+
+// journalFixture is SQLite with the charge journal on: the applier waits
+// long (journalForTests), so most reads find charges still pending.
+var journalFixture = fixture{"sqlite-journal", func(t *testing.T) string {
+	return "sqlite:" + filepath.Join(t.TempDir(), "ledger.db") + "?charge_journal=on"
 }}
 
 var postgresFixture = fixture{"postgres", func(t *testing.T) string {
@@ -87,7 +106,7 @@ var postgresFixture = fixture{"postgres", func(t *testing.T) string {
 // eachStore runs f as a subtest for every kind of store; PostgreSQL subtests
 // skip (saying how to enable them) when no server is configured.
 func eachStore(t *testing.T, f func(t *testing.T, fx fixture)) {
-	for _, fx := range []fixture{sqliteFixture, postgresFixture} {
+	for _, fx := range []fixture{sqliteFixture, journalFixture, postgresFixture} {
 		t.Run(fx.name, func(t *testing.T) { f(t, fx) })
 	}
 }
@@ -174,6 +193,9 @@ func releaseIDs(t *testing.T, s Store) map[int64]Release {
 	t.Helper()
 	ctx := context.Background()
 	out := map[int64]Release{}
+	if err := s.(*sqlStore).flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	err := s.(*sqlStore).b.read(ctx, func(q querier) error {
 		rs, err := q.query(ctx, "SELECT "+releaseCols+" FROM releases")
 		if err != nil {

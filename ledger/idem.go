@@ -24,6 +24,9 @@ func (s *sqlStore) FindIdem(ctx context.Context, user, key string, prov Provenan
 	if key == "" {
 		return Release{}, false, nil
 	}
+	if err := s.flush(ctx); err != nil {
+		return Release{}, false, err
+	}
 	var rel Release
 	found := false
 	err = s.b.read(ctx, func(q querier) error {

@@ -116,6 +116,7 @@ func TestInflSetRoundTrip(t *testing.T) {
 // every read path, and Exposure sums them.
 func TestInfluencersStored(t *testing.T) {
 	eachStore(t, func(t *testing.T, fx fixture) {
+		fx.skipJournal(t)
 		ctx := ctxT(t)
 		dsn := fx.dsn(t)
 		s := openDSN(t, dsn)
@@ -356,6 +357,7 @@ func TestVerifyLabels(t *testing.T) {
 // the dplp versions that know only version 8 read).
 func TestEFMigration(t *testing.T) {
 	eachStore(t, func(t *testing.T, fx fixture) {
+		fx.skipJournal(t)
 		ctx := ctxT(t)
 		dsn, ref := fx.dsn(t), fx.dsn(t)
 		old, err := openAt(ctx, dsn, labelSchema, OpenOptions{Create: true})

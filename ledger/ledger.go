@@ -417,6 +417,7 @@ type MarkStore interface {
 //
 //	sqlite:PATH                      SQLite file PATH
 //	sqlite:PATH?synchronous=normal   faster, see OpenSQLite
+//	sqlite:PATH?charge_journal=on    the charge journal (OpenOptions.ChargeJournal)
 //	postgres://... postgresql://...  a PostgreSQL database (pgx syntax)
 //
 // A database that has tables but is not a dplp ledger is refused and left

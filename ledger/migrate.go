@@ -90,6 +90,7 @@ var migrations = []migration{
 		`DROP INDEX releases_idem_prov`,
 		`CREATE UNIQUE INDEX releases_idem_key ON releases (user_id, seeded, idem_key) WHERE idem_key IS NOT NULL`,
 	}},
+	{12, "the charge journal's applied sequence number (charge_journal: records of PATH-charges up to it are in the tables)", journalMigration},
 }
 
 // dialectStmts holds the statements of migrations that differ between the

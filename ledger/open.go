@@ -38,6 +38,16 @@ type OpenOptions struct {
 	LockWait func()
 	// LockNotice is the wait before LockWait is called; default 1s.
 	LockNotice time.Duration
+	// ChargeJournal makes the process the ledger's only writer and
+	// charges through a journal (SQLite only, Linux): each ChargeBatch is
+	// decided on in-memory totals and made durable by one append and
+	// fdatasync of PATH-charges, and the records are applied to the tables
+	// in large transactions in the background (and before every read of
+	// releases or totals). A ChargeBatch still returns only once its
+	// charge is durable. While the store is open, every other open of the
+	// ledger for writing fails (ErrLedgerBusy); read-only opens see the
+	// tables as last applied. See docs/LEDGER.md, "The charge journal".
+	ChargeJournal bool
 }
 
 // ErrNoLedger is wrapped by OpenWith's error when the store holds no ledger
@@ -95,6 +105,9 @@ func openAt(ctx context.Context, dsn string, upto int, o OpenOptions) (*sqlStore
 	if o.Create && o.ReadOnly {
 		return nil, fmt.Errorf("ledger: %w: Create and ReadOnly together", ErrInvalid)
 	}
+	if o.ChargeJournal && !strings.HasPrefix(dsn, "sqlite:") {
+		return nil, fmt.Errorf("ledger: %w: the charge journal is for SQLite ledgers (sqlite:PATH); PostgreSQL commits every charge itself", ErrInvalid)
+	}
 	if o.LockNotice <= 0 {
 		o.LockNotice = time.Second
 	}
@@ -109,10 +122,18 @@ func openAt(ctx context.Context, dsn string, upto int, o OpenOptions) (*sqlStore
 				case k == "synchronous" && strings.EqualFold(v, "normal"):
 					opt.SyncNormal = true
 				case k == "synchronous" && strings.EqualFold(v, "full"):
+				case k == "charge_journal" && strings.EqualFold(v, "on"):
+					o.ChargeJournal = true
+				case k == "charge_journal" && strings.EqualFold(v, "off"):
+					o.ChargeJournal = false
 				default:
-					return nil, fmt.Errorf("ledger: %w: unknown sqlite option %q in %q (known: synchronous=full|normal)", ErrInvalid, Redact(kv), Redact(dsn))
+					return nil, fmt.Errorf("ledger: %w: unknown sqlite option %q in %q (known: synchronous=full|normal, charge_journal=on|off)", ErrInvalid, Redact(kv), Redact(dsn))
 				}
 			}
+		}
+		if o.ChargeJournal && o.ReadOnly {
+			// A read-only command may be given the service's store name.
+			o.ChargeJournal = false
 		}
 		return atSchema(upto)(openSQLite(ctx, path, opt, upto, o))
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):

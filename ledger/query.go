@@ -16,6 +16,9 @@ func (s *sqlStore) Latest(ctx context.Context, user, model string, k int, prov P
 	if err != nil {
 		return Release{}, false, err
 	}
+	if err := s.flush(ctx); err != nil {
+		return Release{}, false, err
+	}
 	var rel Release
 	found := false
 	err = s.b.read(ctx, func(q querier) error {
@@ -53,6 +56,9 @@ func (s *sqlStore) LatestLists(ctx context.Context, users []string, model string
 func (s *sqlStore) latestBatch(ctx context.Context, users []string, model string, k int, prov Provenance, infl bool) (map[string]Release, error) {
 	seeded, err := prov.seededCol()
 	if err != nil {
+		return nil, err
+	}
+	if err := s.flush(ctx); err != nil {
 		return nil, err
 	}
 	out := make(map[string]Release)
@@ -111,6 +117,13 @@ func (s *sqlStore) latestBatch(ctx context.Context, users []string, model string
 }
 
 func (s *sqlStore) Budget(ctx context.Context, user string) (Spend, error) {
+	if s.j != nil {
+		// The journal's totals include its pending charges; a user it
+		// does not hold has none, so the table's row is current.
+		if sp, ok := s.j.budget(user); ok {
+			return sp, nil
+		}
+	}
 	sp := Spend{User: user}
 	err := s.b.read(ctx, func(q querier) error {
 		var rel, seeded, unb int64
@@ -125,6 +138,9 @@ func (s *sqlStore) Budget(ctx context.Context, user string) (Spend, error) {
 }
 
 func (s *sqlStore) Users(ctx context.Context) ([]Spend, error) {
+	if err := s.flush(ctx); err != nil {
+		return nil, err
+	}
 	var out []Spend
 	err := s.b.read(ctx, func(q querier) error {
 		out = nil

@@ -161,7 +161,13 @@ func openSQLite(ctx context.Context, path string, opt SQLiteOptions, upto int, o
 	if err := migrate(ctx, b, upto, "", o.Create); err != nil {
 		return fail(err)
 	}
-	return &sqlStore{b: b, now: time.Now}, nil
+	s := &sqlStore{b: b, now: time.Now, schema: schemaLevel(upto)}
+	// Every writer locks the charge journal's file; the first recovers
+	// what a journaled writer left.
+	if err := attachJournal(ctx, s, path, o.ChargeJournal, upto); err != nil {
+		return fail(err)
+	}
+	return s, nil
 }
 
 type sqliteBackend struct {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,20 @@ type sqlStore struct {
 	// labels (sqlStore.preload), under preloadMu.
 	preloaded atomic.Bool
 	preloadMu sync.Mutex
+	// j is the charge journal (OpenOptions.ChargeJournal), nil without;
+	// lock the shared lock on the journal file a writer without it holds
+	// (SQLite, schema 12 on).
+	j    *journal
+	lock *os.File
+}
+
+// flush applies the charge journal's pending records (when there is a
+// journal): reads of releases and totals call it first.
+func (s *sqlStore) flush(ctx context.Context) error {
+	if s.j == nil {
+		return nil
+	}
+	return s.j.apply(ctx)
 }
 
 // timeFormat is fixed width so that stored times sort as text.
@@ -166,7 +181,21 @@ func (s *sqlStore) SchemaVersion(ctx context.Context) (int, error) {
 	return v, err
 }
 
-func (s *sqlStore) Close() error { return s.b.close() }
+// Close applies and empties the charge journal (when there is one),
+// releases the journal's lock and closes the connections.
+func (s *sqlStore) Close() error {
+	var err error
+	if s.j != nil {
+		err = s.j.close()
+	}
+	if s.lock != nil {
+		s.lock.Close()
+	}
+	if cerr := s.b.close(); err == nil {
+		err = cerr
+	}
+	return err
+}
 
 // retry runs attempt until it succeeds, fails with a non-transient error,
 // the context ends or the attempts run out. Transient errors are ones after

@@ -107,6 +107,7 @@ func TestMultiProcessCharges(t *testing.T) {
 		t.Skip("spawns processes")
 	}
 	eachStore(t, func(t *testing.T, fx fixture) {
+		fx.skipJournal(t)
 		ctx := ctxT(t)
 		dsn := fx.dsn(t)
 		s := openDSN(t, dsn) // creates the schema before the children race
@@ -246,7 +247,7 @@ func TestKill9(t *testing.T) {
 			if sp.Releases != len(ids) || sp.Spent != 0.125*float64(len(ids)) {
 				t.Fatalf("round %d: totals %+v disagree with %d release rows", round, sp, len(ids))
 			}
-			if fx.name == "sqlite" {
+			if fx.sqlite() {
 				var res string
 				if err := s.(*sqlStore).b.read(ctx, func(q querier) error {
 					return q.queryRow(ctx, "PRAGMA integrity_check").Scan(&res)
@@ -385,6 +386,7 @@ func TestExposureFoldConcurrent(t *testing.T) {
 	defer func(b, p int) { foldBatch, foldPages = b, p }(foldBatch, foldPages)
 	foldBatch, foldPages = 3, 2 // many fold transactions of two pages
 	eachStore(t, func(t *testing.T, fx fixture) {
+		fx.skipJournal(t)
 		ctx := ctxT(t)
 		dsn := fx.dsn(t)
 		a, b := openDSN(t, dsn), openDSN(t, dsn)

@@ -85,6 +85,9 @@ type UnitSpender interface {
 
 // SpendByUnit reports spending per unit (UnitSpender).
 func (s *sqlStore) SpendByUnit(ctx context.Context) ([]UnitSpend, error) {
+	if err := s.flush(ctx); err != nil {
+		return nil, err
+	}
 	var out []UnitSpend
 	err := s.b.snapshot(ctx, func(q querier) error {
 		out = out[:0]

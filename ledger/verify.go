@@ -74,6 +74,9 @@ func Verify(ctx context.Context, st Store) (VerifyReport, error) {
 	if !ok {
 		return VerifyReport{}, fmt.Errorf("ledger: %w: Verify needs a store opened by this package, got %T", ErrInvalid, st)
 	}
+	if err := s.flush(ctx); err != nil {
+		return VerifyReport{}, err
+	}
 	var rep VerifyReport
 	err := s.b.snapshot(ctx, func(q querier) error {
 		rep = VerifyReport{}
