@@ -532,19 +532,19 @@ func insertVerb(dialect string) string {
 // journal write it (every column of LatestSchema; insertReleases leaves out
 // the ones an older schema lacks).
 type releaseRow struct {
-	id                   int64
-	user, model          string
-	k                    int
-	list                 string // JSON array
-	epsP, cost, rho      float64
-	seeded               bool
-	idem                 string // "" is NULL
-	created              string // fmtTime
-	infl                 string // JSON array (before schema 8; "" after)
-	folded               bool
-	unit                 string
-	partyCost            float64 // +Inf is NULL (unbounded)
-	inflIDs              []byte  // the encoded set (schema 8)
+	id              int64
+	user, model     string
+	k               int
+	list            string // JSON array
+	epsP, cost, rho float64
+	seeded          bool
+	idem            string // "" is NULL
+	created         string // fmtTime
+	infl            string // JSON array (before schema 8; "" after)
+	folded          bool
+	unit            string
+	partyCost       float64 // +Inf is NULL (unbounded)
+	inflIDs         []byte  // the encoded set (schema 8)
 }
 
 // rowOf is the row that records the accepted release r (its ID set), e its
