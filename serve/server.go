@@ -68,6 +68,12 @@ type Config struct {
 	// CreateStore creates the ledger named by StoreDSN when there is none
 	// (ledger.OpenOptions.Create); without it a missing ledger is an error.
 	CreateStore bool
+	// ChargeJournal opens the SQLite ledger named by StoreDSN with the
+	// charge journal (ledger.OpenOptions.ChargeJournal): fresh lists are
+	// charged by one append and fdatasync of a journal file and applied to
+	// the ledger's tables in the background; the service is then the
+	// ledger's only writer. The DSN option charge_journal=on does the same.
+	ChargeJournal bool
 	// AdminToken is the admin bearer token (at least MinAdminTokenBytes).
 	// AdminTokenFile, when set, is read instead (see ReadAdminTokenFile) and
 	// re-read by Reload and POST /v1/admin/reload: a changed token replaces
@@ -291,7 +297,7 @@ func New(cfg Config) (*Server, error) {
 		}
 		storeName = ledger.Redact(dsn)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		st, err := ledger.OpenWith(ctx, dsn, ledger.OpenOptions{Create: cfg.CreateStore,
+		st, err := ledger.OpenWith(ctx, dsn, ledger.OpenOptions{Create: cfg.CreateStore, ChargeJournal: cfg.ChargeJournal,
 			LockWait: func() { s.log.Warn("waiting for the ledger lock held by another process", "store", storeName) }})
 		cancel()
 		if errors.Is(err, ledger.ErrNoLedger) {

@@ -55,6 +55,9 @@ type Options struct {
 	K, Users, Concurrency                         int
 	Duration                                      time.Duration // per phase
 	NoGroupCommit                                 bool
+	// ChargeJournal opens the store with the charge journal
+	// (serve.Config.ChargeJournal).
+	ChargeJournal bool
 	// GroupCommitMax and GroupCommitDelay are serve.Config's group commit
 	// settings (0: the service's defaults; a negative delay: no wait).
 	GroupCommitMax   int
@@ -167,7 +170,7 @@ func (s *session) recURL(c client) string {
 // startServer starts the service on a loopback port; stop shuts it down.
 func startServer(ctx context.Context, o *Options, adminTok string) (s *session, stop func(), err error) {
 	srv, err := serve.New(serve.Config{GraphPath: o.GraphPath, ProtectedPath: o.ProtectedPath, ModelPath: o.ModelPath, StoreDSN: o.StoreDSN, CreateStore: true,
-		AdminToken: adminTok, UserBudget: math.Inf(1), KMax: max(o.K, 100), NoGroupCommit: o.NoGroupCommit,
+		AdminToken: adminTok, UserBudget: math.Inf(1), KMax: max(o.K, 100), NoGroupCommit: o.NoGroupCommit, ChargeJournal: o.ChargeJournal,
 		GroupCommitMax: o.GroupCommitMax, GroupCommitDelay: o.GroupCommitDelay,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
@@ -261,7 +264,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Graph: o.GraphPath, Nodes: g.N(), Edges: g.M(), K: o.K, Users: len(s.clients), Concurrency: o.Concurrency,
-		GOMAXPROCS: runtime.GOMAXPROCS(0), Store: storeKind(o.StoreDSN), GroupCommit: !o.NoGroupCommit}
+		GOMAXPROCS: runtime.GOMAXPROCS(0), Store: storeKind(o.StoreDSN, o.ChargeJournal), GroupCommit: !o.NoGroupCommit}
 	if d := o.GroupCommitDelay; !o.NoGroupCommit && d >= 0 {
 		if d == 0 {
 			d = serve.DefaultGroupCommitDelay
@@ -385,15 +388,21 @@ func storePerRequest(before, after map[string]float64, requests int64) map[strin
 
 // storeKind names the store in the report without its DSN (which may hold
 // a password).
-func storeKind(dsn string) string {
+func storeKind(dsn string, journal bool) string {
 	rest, ok := strings.CutPrefix(dsn, "sqlite:")
 	if !ok {
 		return "postgres"
 	}
-	if _, q, _ := strings.Cut(rest, "?"); strings.Contains(strings.ToLower(q), "synchronous=normal") {
-		return "sqlite (synchronous=NORMAL: a charge acknowledged just before a power loss may be lost)"
+	_, q, _ := strings.Cut(rest, "?")
+	q = strings.ToLower(q)
+	kind := "sqlite (synchronous=FULL"
+	if strings.Contains(q, "synchronous=normal") {
+		kind = "sqlite (synchronous=NORMAL: a charge acknowledged just before a power loss may be lost"
 	}
-	return "sqlite (synchronous=FULL)"
+	if journal || strings.Contains(q, "charge_journal=on") {
+		kind += "; charge journal"
+	}
+	return kind + ")"
 }
 
 // do sends one request (with an Idempotency-Key header when key is not

@@ -201,13 +201,19 @@ dplp_group_commit_items_sum 140
 // TestStoreKind: the report names the store and its durability, never the
 // DSN (a PostgreSQL DSN may hold a password).
 func TestStoreKind(t *testing.T) {
-	for _, c := range []struct{ dsn, want string }{
-		{"sqlite:/tmp/x/ledger.db", "sqlite (synchronous=FULL)"},
-		{"sqlite:/tmp/x/ledger.db?synchronous=full", "sqlite (synchronous=FULL)"},
-		{"sqlite:/tmp/x/ledger.db?synchronous=NORMAL", "sqlite (synchronous=NORMAL: a charge acknowledged just before a power loss may be lost)"},
-		{"postgres://u:secret@h/db?sslmode=disable", "postgres"},
+	for _, c := range []struct {
+		dsn     string
+		journal bool
+		want    string
+	}{
+		{"sqlite:/tmp/x/ledger.db", false, "sqlite (synchronous=FULL)"},
+		{"sqlite:/tmp/x/ledger.db?synchronous=full", false, "sqlite (synchronous=FULL)"},
+		{"sqlite:/tmp/x/ledger.db?synchronous=NORMAL", false, "sqlite (synchronous=NORMAL: a charge acknowledged just before a power loss may be lost)"},
+		{"sqlite:/tmp/x/ledger.db", true, "sqlite (synchronous=FULL; charge journal)"},
+		{"sqlite:/tmp/x/ledger.db?charge_journal=on", false, "sqlite (synchronous=FULL; charge journal)"},
+		{"postgres://u:secret@h/db?sslmode=disable", false, "postgres"},
 	} {
-		if got := storeKind(c.dsn); got != c.want {
+		if got := storeKind(c.dsn, c.journal); got != c.want {
 			t.Errorf("storeKind(%q) = %q, want %q", c.dsn, got, c.want)
 		}
 	}

@@ -26,7 +26,7 @@ type benchServeOptions struct {
 	sigma, eps                                          float64
 	k, users, conc                                      int
 	dur                                                 time.Duration
-	noGroup                                             bool
+	noGroup, journal                                    bool
 	groupDelay                                          time.Duration // --group-commit-delay
 	groupCfg                                            time.Duration // set by validate: serve.Config's GroupCommitDelay
 	groupMax                                            int
@@ -79,6 +79,7 @@ func (o *benchServeOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed phases (client and server) to this file")
 	f.StringVar(&o.phases, "phases", "sticky,fresh,idempotent", "timed phases to run, comma-separated: sticky, fresh, idempotent")
 	f.BoolVar(&o.noGroup, "no-group-commit", false, "one ledger transaction per fresh list (to measure group commit)")
+	f.BoolVar(&o.journal, "charge-journal", false, "charge through the charge journal, as dplp serve --charge-journal")
 	f.DurationVar(&o.groupDelay, "group-commit-delay", serve.DefaultGroupCommitDelay, "latency bound of group commit, as dplp serve's (0: no wait)")
 	f.IntVar(&o.groupMax, "group-commit-max", 1024, "most fresh lists per ledger transaction, as dplp serve's")
 }
@@ -130,7 +131,7 @@ func (o *benchServeOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	opt := servebench.Options{Graph: g, GraphPath: o.graphPath, ProtectedPath: o.protPath, ModelPath: o.modelPath, StoreDSN: o.storeDSN,
-		K: o.k, Users: o.users, Concurrency: o.conc, Duration: o.dur, NoGroupCommit: o.noGroup, Phases: ph,
+		K: o.k, Users: o.users, Concurrency: o.conc, Duration: o.dur, NoGroupCommit: o.noGroup, ChargeJournal: o.journal, Phases: ph,
 		GroupCommitMax: o.groupMax, GroupCommitDelay: o.groupCfg}
 	if o.cpuProfile != "" {
 		pf, err := os.Create(o.cpuProfile)

@@ -90,6 +90,7 @@ func (o *serveOptions) register(cmd *cobra.Command) {
 	o.partyBudget = new(float64)
 	f.Float64Var(o.partyBudget, "user-budget-party", math.Inf(1), "every user's cap on total epsilon under the party unit (a pair-unit dplp-list list costs eps x L1_party/L1_pair there; inf: no cap)")
 	f.IntVar(&cfg.KMax, "k-max", 100, "largest list length K accepted")
+	f.BoolVar(&cfg.ChargeJournal, "charge-journal", false, "charge fresh lists through a journal file beside the SQLite ledger (one append and fdatasync per group, applied to the ledger in the background); the service is then the ledger's only writer (docs/LEDGER.md)")
 	f.IntVar(&cfg.GroupCommitMax, "group-commit-max", 1024, "most fresh lists charged in one ledger transaction (group commit; 0: 1024)")
 	o.groupDelay = new(time.Duration)
 	f.DurationVar(o.groupDelay, "group-commit-delay", serve.DefaultGroupCommitDelay, "latency bound of group commit: a ledger transaction waits up to this long for as many fresh lists as the previous one held (0: no wait)")
