@@ -610,8 +610,8 @@ func TestAdminTokenRotation(t *testing.T) {
 	}
 }
 
-// TestLedgerFileModes: a ledger created through the service is 0600, WAL
-// and SHM included.
+// TestLedgerFileModes: a ledger created through the service is 0600, WAL,
+// SHM and the charge journal's file (every writer's lock) included.
 func TestLedgerFileModes(t *testing.T) {
 	fx := testFixture(t)
 	path := filepath.Join(t.TempDir(), "sub", "ledger.db")
@@ -625,7 +625,7 @@ func TestLedgerFileModes(t *testing.T) {
 	if h != 201 {
 		t.Fatalf("create: %d", h)
 	}
-	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+	for _, f := range []string{path, path + "-wal", path + "-shm", path + ledger.JournalSuffix} {
 		st, err := os.Stat(f)
 		if err != nil {
 			t.Fatal(err)
@@ -633,6 +633,76 @@ func TestLedgerFileModes(t *testing.T) {
 		if st.Mode().Perm() != 0o600 {
 			t.Errorf("%s: mode %s, want 0600", filepath.Base(f), st.Mode().Perm())
 		}
+	}
+}
+
+// TestChargeJournalService: a service with the charge journal charges fresh
+// lists (the budget and the sticky list follow at once), a retried key is
+// charged once, the cap holds, and after Close the ledger holds every
+// charge for a process without the journal.
+func TestChargeJournalService(t *testing.T) {
+	fx := testFixture(t)
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	srv, err := New(Config{GraphPath: fx.graph, ProtectedPath: fx.prot, ModelPath: fx.model, StoreDSN: "sqlite:" + path, CreateStore: true,
+		ChargeJournal: true, AdminToken: adminTok, UserBudget: 4, KMax: 20, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &testServer{Server: srv, t: t, fx: fx}
+	tok := s.token("n1")
+	var ids []int64
+	var spent float64
+	for i := range 3 {
+		r := s.do("POST", "/v1/users/n1/recommendations?k=3", tok, "", "Idempotency-Key", "key-"+strconv.Itoa(i/2))
+		if r.status != 200 {
+			t.Fatalf("fresh %d: %d %s", i, r.status, r.body)
+		}
+		var out recsResponse
+		r.json(t, &out)
+		if (i != 1) != out.Fresh {
+			t.Fatalf("fresh %d (key %d): fresh=%v", i, i/2, out.Fresh)
+		}
+		if out.Fresh {
+			ids = append(ids, out.ReleaseID)
+			spent += out.Cost
+		}
+		if i == 1 && out.ReleaseID != ids[0] {
+			t.Fatalf("retried key: release %d, first %d", out.ReleaseID, ids[0])
+		}
+	}
+	var b budgetResponse
+	s.do("GET", "/v1/users/n1/budget", tok, "").json(t, &b)
+	if b.Spent != spent || b.Releases != 2 {
+		t.Fatalf("budget %+v, want spent %v over 2 lists", b, spent)
+	}
+	var sticky recsResponse
+	s.do("GET", "/v1/users/n1/recommendations?k=3", tok, "").json(t, &sticky)
+	if sticky.ReleaseID != ids[1] || sticky.Fresh {
+		t.Fatalf("sticky list %d, want the latest fresh one %d", sticky.ReleaseID, ids[1])
+	}
+	for {
+		r := s.do("POST", "/v1/users/n1/recommendations?k=3", tok, "")
+		if r.status == 403 {
+			break
+		}
+		var out recsResponse
+		r.json(t, &out)
+		if r.status != 200 || out.Spent > 4 {
+			t.Fatalf("fresh: %d, spent %v over the cap", r.status, out.Spent)
+		}
+		spent = out.Spent
+	}
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := ledger.OpenWith(context.Background(), "sqlite:"+path, ledger.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sp, err := st.Budget(context.Background(), "n1")
+	if err != nil || sp.Spent != spent {
+		t.Fatalf("ledger after Close: %+v %v, service said %v", sp, err, spent)
 	}
 }
 
