@@ -52,8 +52,6 @@ import (
 // journalSchema is the schema version that added charge_journal.
 const journalSchema = 12
 
-func (v schemaLevel) hasJournal() bool { return v == 0 || int(v) >= journalSchema }
-
 // journalMigration is migration 12.
 var journalMigration = []string{
 	`CREATE TABLE charge_journal (
