@@ -117,6 +117,8 @@ type journal struct {
 	applyMu sync.Mutex // one apply at a time; taken before mu
 	mu      sync.Mutex // everything below
 	broken  error      // an append failed: the file's tail is unknown, every later charge fails
+	applyErr error     // the last apply's error (nil once one succeeds)
+	applied  uint64    // sequence number of the last record applied
 	seq     uint64     // last sequence number appended
 	size    int64      // end of the last record
 	alloc   int64      // zeros written up to here (records overwrite them)
@@ -332,7 +334,11 @@ func (j *journal) apply(ctx context.Context) error {
 		return nil
 	}
 	if err := applyRecords(ctx, j.s, recs); err != nil {
-		return fmt.Errorf("ledger: applying the charge journal %s: %w", j.path, err)
+		err = fmt.Errorf("ledger: applying the charge journal %s: %w", j.path, err)
+		j.mu.Lock()
+		j.applyErr = err
+		j.mu.Unlock()
+		return err
 	}
 	j.mu.Lock()
 	j.dropApplied(len(recs))
@@ -346,7 +352,8 @@ func (j *journal) applyPendingLocked(ctx context.Context) error {
 		return nil
 	}
 	if err := applyRecords(ctx, j.s, j.pending); err != nil {
-		return fmt.Errorf("ledger: applying the charge journal %s: %w", j.path, err)
+		j.applyErr = fmt.Errorf("ledger: applying the charge journal %s: %w", j.path, err)
+		return j.applyErr
 	}
 	j.dropApplied(len(j.pending))
 	return nil
@@ -354,6 +361,10 @@ func (j *journal) applyPendingLocked(ctx context.Context) error {
 
 // dropApplied forgets the first n pending records, now in the tables; mu held.
 func (j *journal) dropApplied(n int) {
+	j.applyErr = nil
+	if n > 0 {
+		j.applied = j.pending[n-1].seq
+	}
 	for _, rec := range j.pending[:n] {
 		for _, u := range rec.users {
 			if js := j.spends[u]; js != nil {
@@ -452,6 +463,47 @@ func (j *journal) shutdown() error {
 		err = cerr
 	}
 	return err
+}
+
+// JournalStats describes a store's charge journal (JournalStatser).
+type JournalStats struct {
+	// PendingLists and PendingRecords are the releases and records
+	// appended (durable, acknowledged) but not yet in the tables.
+	PendingLists, PendingRecords int
+	// FileBytes is the journal file's size (records and zeros).
+	FileBytes int64
+	// Appended and Applied are the sequence numbers of the last record
+	// appended and of the last one applied.
+	Appended, Applied uint64
+}
+
+// JournalStatser is implemented by the stores this package opens; ok is
+// false for a store without the charge journal.
+type JournalStatser interface {
+	JournalStats() (st JournalStats, ok bool)
+}
+
+// JournalStats reports the charge journal's state (ok false without one).
+func (s *sqlStore) JournalStats() (JournalStats, bool) {
+	if s.j == nil {
+		return JournalStats{}, false
+	}
+	j := s.j
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return JournalStats{PendingLists: j.lists, PendingRecords: len(j.pending), FileBytes: j.alloc, Appended: j.seq, Applied: j.applied}, true
+}
+
+// health is nil while the journal charges and applies; otherwise why not
+// (an append failed: nothing more is charged; or the last apply failed:
+// charges are durable in the journal but reads fail until one succeeds).
+func (j *journal) health() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.broken != nil {
+		return j.broken
+	}
+	return j.applyErr
 }
 
 // budget is user's totals when the journal holds them.
@@ -555,7 +607,7 @@ func attachJournal(ctx context.Context, s *sqlStore, path string, on bool, upto 
 		if err != nil {
 			return fail(err)
 		}
-		j := &journal{path: jpath, f: f, s: s, seq: seq, spends: map[string]*jspend{}, idem: map[idemRef]Release{},
+		j := &journal{path: jpath, f: f, s: s, seq: seq, applied: seq, spends: map[string]*jspend{}, idem: map[idemRef]Release{},
 			nextID: last + 1, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 		s.j = j
 		go j.run()

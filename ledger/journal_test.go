@@ -556,3 +556,49 @@ func hasNaN(r *jrecord) bool {
 	}
 	return false
 }
+
+// TestJournalHealth: JournalStats follows appends and applies; a failed
+// append stops every later charge, SchemaVersion (the service's readiness
+// check) reports it, and reopening recovers every acknowledged charge.
+func TestJournalHealth(t *testing.T) {
+	parkApplier(t)
+	ctx := ctxT(t)
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s := openJournal(t, path)
+	for i := range 3 {
+		if _, _, err := s.Charge(ctx, testRelease("u", strconv.Itoa(i), 0.5), Unlimited); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, ok := s.JournalStats()
+	if !ok || st.PendingLists != 2 || st.PendingRecords != 2 || st.Appended != 2 || st.Applied != 0 || st.FileBytes != journalGrow {
+		t.Fatalf("stats while pending: %+v %v", st, ok)
+	}
+	if _, err := s.Users(ctx); err != nil { // applies
+		t.Fatal(err)
+	}
+	if st, _ = s.JournalStats(); st.PendingLists != 0 || st.Applied != 2 {
+		t.Fatalf("stats after a read: %+v", st)
+	}
+	if _, err := s.SchemaVersion(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.j.f.Close() // the next append fails
+	if _, _, err := s.Charge(ctx, testRelease("u", "x", 0.5), Unlimited); err == nil || !strings.Contains(err.Error(), "could not be written") {
+		t.Fatalf("charge with a failing journal: %v", err)
+	}
+	if _, err := s.SchemaVersion(ctx); err == nil {
+		t.Fatal("SchemaVersion is healthy with a broken journal")
+	}
+	if _, _, err := s.Charge(ctx, testRelease("v", "y", 0.5), Unlimited); err == nil {
+		t.Fatal("a charge passed after the journal broke")
+	}
+	crash(s)
+	plain := openDSN(t, "sqlite:"+path)
+	if sp, err := plain.Budget(ctx, "u"); err != nil || sp.Releases != 3 {
+		t.Fatalf("after reopening: %+v %v", sp, err)
+	}
+	if _, ok := plain.(JournalStatser).JournalStats(); ok {
+		t.Fatal("a store without the journal reports journal stats")
+	}
+}

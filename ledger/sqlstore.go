@@ -171,7 +171,15 @@ func scanReleaseFor(r row, v schemaLevel) (Release, error) {
 	return rel, nil
 }
 
+// SchemaVersion reads the store's schema version. With the charge journal
+// it also fails while the journal cannot charge or apply (a health check:
+// serve's /readyz calls it).
 func (s *sqlStore) SchemaVersion(ctx context.Context) (int, error) {
+	if s.j != nil {
+		if err := s.j.health(); err != nil {
+			return 0, err
+		}
+	}
 	var v int
 	err := s.b.read(ctx, func(q querier) error {
 		var err error

@@ -692,6 +692,12 @@ func TestChargeJournalService(t *testing.T) {
 		}
 		spent = out.Spent
 	}
+	if r := s.do("GET", "/readyz", "", ""); r.status != 200 {
+		t.Fatalf("readyz: %d %s", r.status, r.body)
+	}
+	if m := srv.metricsText(); !strings.Contains(m, "\ndplp_journal_pending_lists ") || !strings.Contains(m, "\ndplp_journal_records_total ") {
+		t.Fatalf("no journal metrics:\n%s", m)
+	}
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}

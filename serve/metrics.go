@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dplp/dplp/internal/buildinfo"
+	"github.com/dplp/dplp/ledger"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -91,4 +92,34 @@ func (m *metrics) observe(route string, status int, d time.Duration) {
 	st := strconv.Itoa(status)
 	m.requests.WithLabelValues(route, st).Inc()
 	m.latency.WithLabelValues(route, st).Observe(d.Seconds())
+}
+
+// watchJournal exports the charge journal's state when st has one:
+// dplp_journal_pending_lists (acknowledged lists not yet in the ledger's
+// tables), dplp_journal_file_bytes and dplp_journal_records_total (records
+// appended, counted from the ledger's first journal record).
+func (m *metrics) watchJournal(st ledger.Store) {
+	js, ok := st.(ledger.JournalStatser)
+	if !ok {
+		return
+	}
+	if _, on := js.JournalStats(); !on {
+		return
+	}
+	get := func(f func(ledger.JournalStats) float64) func() float64 {
+		return func() float64 {
+			s, _ := js.JournalStats()
+			return f(s)
+		}
+	}
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dplp_journal_pending_lists",
+			Help: "Fresh lists charged through the charge journal (durable, acknowledged) and not yet applied to the ledger's tables."},
+			get(func(s ledger.JournalStats) float64 { return float64(s.PendingLists) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "dplp_journal_file_bytes", Help: "Size of the charge journal file."},
+			get(func(s ledger.JournalStats) float64 { return float64(s.FileBytes) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "dplp_journal_records_total",
+			Help: "Records appended to the charge journal (its last sequence number)."},
+			get(func(s ledger.JournalStats) float64 { return float64(s.Appended) })),
+	)
 }

@@ -329,6 +329,7 @@ func New(cfg Config) (*Server, error) {
 		ttl = 0
 	}
 	s.idem, _ = base.(ledger.IdemFinder)
+	s.met.watchJournal(base)
 	timed := ledger.Timed(base, func(op string) func(time.Duration) {
 		o := s.met.storeLatency.WithLabelValues(op)
 		return func(d time.Duration) { o.Observe(d.Seconds()) }
