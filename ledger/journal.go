@@ -114,21 +114,21 @@ type journal struct {
 	f    *os.File
 	s    *sqlStore
 
-	applyMu sync.Mutex // one apply at a time; taken before mu
-	mu      sync.Mutex // everything below
-	broken  error      // an append failed: the file's tail is unknown, every later charge fails
-	applyErr error     // the last apply's error (nil once one succeeds)
-	applied  uint64    // sequence number of the last record applied
-	seq     uint64     // last sequence number appended
-	size    int64      // end of the last record
-	alloc   int64      // zeros written up to here (records overwrite them)
-	pending []*jrecord // appended, not applied, in order
-	lists   int        // releases in pending
-	spends  map[string]*jspend
-	idem    map[idemRef]Release // pending releases with an idempotency key
-	nextID  int64
-	buf     []byte
-	zeros   []byte
+	applyMu  sync.Mutex // one apply at a time; taken before mu
+	mu       sync.Mutex // everything below
+	broken   error      // an append failed: the file's tail is unknown, every later charge fails
+	applyErr error      // the last apply's error (nil once one succeeds)
+	applied  uint64     // sequence number of the last record applied
+	seq      uint64     // last sequence number appended
+	size     int64      // end of the last record
+	alloc    int64      // zeros written up to here (records overwrite them)
+	pending  []*jrecord // appended, not applied, in order
+	lists    int        // releases in pending
+	spends   map[string]*jspend
+	idem     map[idemRef]Release // pending releases with an idempotency key
+	nextID   int64
+	buf      []byte
+	zeros    []byte
 
 	wake chan struct{}
 	stop chan struct{}
