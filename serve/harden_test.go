@@ -883,3 +883,38 @@ func TestModelOnOtherData(t *testing.T) {
 		})
 	}
 }
+
+// TestExclusiveCache: over a store with the charge journal (the ledger's
+// only writer) cached token hashes do not expire, so requests made after
+// CacheTTL read no token from the store; the control, the same service
+// without the journal, reads it again.
+func TestExclusiveCache(t *testing.T) {
+	fx := testFixture(t)
+	for _, journal := range []bool{true, false} {
+		t.Run(map[bool]string{true: "journal", false: "control"}[journal], func(t *testing.T) {
+			srv, err := New(Config{GraphPath: fx.graph, ProtectedPath: fx.prot, ModelPath: fx.model, StoreDSN: "sqlite:" + filepath.Join(t.TempDir(), "l.db"),
+				CreateStore: true, ChargeJournal: journal, CacheTTL: time.Millisecond, AdminToken: adminTok, UserBudget: math.Inf(1), KMax: 20,
+				Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			s := &testServer{Server: srv, t: t, fx: fx}
+			tok := s.token("n1") // written through: cached
+			before := histCount(t, s, "token_hash")
+			for range 3 {
+				time.Sleep(5 * time.Millisecond) // past CacheTTL
+				if r := s.do("GET", "/v1/users/n1/budget", tok, ""); r.status != 200 {
+					t.Fatalf("budget: %d %s", r.status, r.body)
+				}
+			}
+			reads := histCount(t, s, "token_hash") - before
+			if journal && reads != 0 {
+				t.Fatalf("%d token reads from the store with the journal on", reads)
+			}
+			if !journal && reads == 0 {
+				t.Fatal("control: no token read after the TTL; the test cannot tell")
+			}
+		})
+	}
+}

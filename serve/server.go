@@ -140,6 +140,8 @@ type Config struct {
 	// latest lists, budgets shown with lists) may be with respect to
 	// changes made by OTHER processes sharing the store; changes made
 	// through this process are seen at once. 0: 1s; negative: no cache.
+	// With the charge journal no other process writes the store: a
+	// positive TTL is then a day, and MarksRefresh is off.
 	CacheTTL time.Duration
 	// NoGroupCommit disables group commit (one transaction per charge).
 	NoGroupCommit bool
@@ -328,6 +330,17 @@ func New(cfg Config) (*Server, error) {
 	case ttl < 0:
 		ttl = 0
 	}
+	// A store with the charge journal is the ledger's only writer: no
+	// other process changes tokens, budgets, lists or marks behind the
+	// cache, so entries live until written through or evicted by size,
+	// and there are no marks to poll for.
+	exclusive := false
+	if js, ok := base.(ledger.JournalStatser); ok {
+		_, exclusive = js.JournalStats()
+	}
+	if exclusive && ttl > 0 {
+		ttl = exclusiveCacheTTL
+	}
 	s.idem, _ = base.(ledger.IdemFinder)
 	s.met.watchJournal(base)
 	timed := ledger.Timed(base, func(op string) func(time.Duration) {
@@ -350,12 +363,16 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.routesInit()
-	if cfg.MarksRefresh > 0 {
+	if cfg.MarksRefresh > 0 && !exclusive {
 		s.wg.Add(1)
 		go s.refreshLoop(cfg.MarksRefresh)
 	}
 	return s, nil
 }
+
+// exclusiveCacheTTL is the cache's ttl over a store with the charge
+// journal (entries are then evicted by size or replaced by writes).
+const exclusiveCacheTTL = 24 * time.Hour
 
 // Close stops background work and closes the store if New opened it. It
 // does not wait for requests: use Serve's graceful shutdown first.
