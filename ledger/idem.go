@@ -24,7 +24,7 @@ func (s *sqlStore) FindIdem(ctx context.Context, user, key string, prov Provenan
 	if key == "" {
 		return Release{}, false, nil
 	}
-	if err := s.flush(ctx); err != nil {
+	if err := s.flushFor(ctx, user); err != nil {
 		return Release{}, false, err
 	}
 	var rel Release

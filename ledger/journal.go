@@ -21,9 +21,10 @@ package ledger
 // journalApplyEvery, or sooner once journalApplyLists lists wait), storing
 // the last applied record's sequence number in the same transaction
 // (charge_journal.applied_seq, schema 12). Every read of releases or
-// totals (Latest, LatestBatch, FindIdem, Users, Exposure, SpendByUnit,
-// Verify) first applies what is pending, so it sees every acknowledged
-// charge; Budget answers from memory.
+// totals first applies what is pending (Users, Exposure, SpendByUnit,
+// Verify; Latest, LatestBatch and FindIdem when a pending record holds a
+// release of one of their users), so it sees every acknowledged charge;
+// Budget answers from memory.
 //
 // Recovery. Whoever opens the ledger for writing next (with or without the
 // journal) takes the lock exclusively first and applies every record after
@@ -504,6 +505,19 @@ func (j *journal) health() error {
 		return j.broken
 	}
 	return j.applyErr
+}
+
+// pendingFor reports whether a pending record holds a release of one of
+// users.
+func (j *journal) pendingFor(users []string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, u := range users {
+		if js := j.spends[u]; js != nil && js.pending > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // budget is user's totals when the journal holds them.

@@ -195,7 +195,25 @@ func TestJournalPendingReads(t *testing.T) {
 	if m, err := s.LatestBatch(ctx, []string{"v"}, "test-model", 4, Crypto); err != nil || m["v"].ID != second.ID {
 		t.Fatalf("LatestBatch: %v %v", m, err)
 	}
-	if _, _, err := s.Charge(ctx, testRelease("w", "c", 0.125), Unlimited); err != nil {
+	third, _, err := s.Charge(ctx, testRelease("w", "c", 0.125), Unlimited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A read of other users' lists leaves w's charge pending; one of w's
+	// applies it.
+	if m, err := s.LatestBatch(ctx, []string{"u", "v"}, "test-model", 4, Crypto); err != nil || len(m) != 2 {
+		t.Fatalf("LatestBatch: %v %v", m, err)
+	}
+	if st, _ := s.JournalStats(); st.PendingLists != 1 {
+		t.Fatalf("a read of u and v applied w's charge: %+v", st)
+	}
+	if rel, ok, err := s.Latest(ctx, "w", "test-model", 4, Crypto); err != nil || !ok || rel.ID != third.ID {
+		t.Fatalf("Latest w: %v %v %v", rel.ID, ok, err)
+	}
+	if st, _ := s.JournalStats(); st.PendingLists != 0 {
+		t.Fatalf("a read of w left its charge pending: %+v", st)
+	}
+	if _, _, err := s.Charge(ctx, testRelease("w", "c2", 0.125), Unlimited); err != nil {
 		t.Fatal(err)
 	}
 	users, err := s.Users(ctx)
@@ -206,7 +224,7 @@ func TestJournalPendingReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex, err := s.Exposure(ctx, 0)
-	if err != nil || len(ex) == 0 || ex[0].Eps != 0.5+0.5+0.25+0.125+2 {
+	if err != nil || len(ex) == 0 || ex[0].Eps != 0.5+0.5+0.25+0.125+0.125+2 {
 		t.Fatalf("Exposure: %v %v", ex, err)
 	}
 	if rel, ok, err := s.FindIdem(ctx, "v", "k2", Crypto); err != nil || !ok || rel.ID != second.ID {

@@ -16,7 +16,7 @@ func (s *sqlStore) Latest(ctx context.Context, user, model string, k int, prov P
 	if err != nil {
 		return Release{}, false, err
 	}
-	if err := s.flush(ctx); err != nil {
+	if err := s.flushFor(ctx, user); err != nil {
 		return Release{}, false, err
 	}
 	var rel Release
@@ -58,7 +58,7 @@ func (s *sqlStore) latestBatch(ctx context.Context, users []string, model string
 	if err != nil {
 		return nil, err
 	}
-	if err := s.flush(ctx); err != nil {
+	if err := s.flushFor(ctx, users...); err != nil {
 		return nil, err
 	}
 	out := make(map[string]Release)

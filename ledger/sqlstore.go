@@ -95,6 +95,17 @@ func (s *sqlStore) flush(ctx context.Context) error {
 	return s.j.apply(ctx)
 }
 
+// flushFor is flush for a read of users' releases only: it applies the
+// pending records when one of them holds a release of theirs (a release
+// makes its user's totals change, so a user without pending totals has
+// every release in the tables).
+func (s *sqlStore) flushFor(ctx context.Context, users ...string) error {
+	if s.j == nil || !s.j.pendingFor(users) {
+		return nil
+	}
+	return s.j.apply(ctx)
+}
+
 // timeFormat is fixed width so that stored times sort as text.
 const timeFormat = "2006-01-02T15:04:05.000000000Z"
 
