@@ -53,6 +53,8 @@ import (
 // journalSchema is the schema version that added charge_journal.
 const journalSchema = 12
 
+func (v schemaLevel) hasJournalTable() bool { return v == 0 || int(v) >= journalSchema }
+
 // journalMigration is migration 12.
 var journalMigration = []string{
 	`CREATE TABLE charge_journal (
@@ -493,6 +495,69 @@ func (s *sqlStore) JournalStats() (JournalStats, bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return JournalStats{PendingLists: j.lists, PendingRecords: len(j.pending), FileBytes: j.alloc, Appended: j.seq, Applied: j.applied}, true
+}
+
+// JournalState is a read-only SQLite store's view of its ledger's charge
+// journal (JournalStater): such a store neither applies the journal nor
+// sees what it holds.
+type JournalState struct {
+	// Held: a writer with the charge journal has the ledger open; its
+	// last charges (some 100 ms) may not be in the tables yet.
+	Held bool
+	// PendingRecords and PendingLists count the records of the journal
+	// file after the tables' applied sequence number, and their lists,
+	// when no writer holds it: a writer with the journal stopped without
+	// closing, and the next open for writing applies them.
+	PendingRecords, PendingLists int
+}
+
+// JournalStater is implemented by the stores this package opens read-only
+// on SQLite.
+type JournalStater interface {
+	JournalState(ctx context.Context) (JournalState, error)
+}
+
+// JournalState reports what the ledger's charge journal holds that a
+// read-only store does not see (zero for other stores). Taking the shared
+// lock for the moment it reads, it never blocks a writer for longer than
+// that.
+func (s *sqlStore) JournalState(ctx context.Context) (JournalState, error) {
+	if !s.readOnly || s.path == "" || !s.schema.hasJournalTable() {
+		return JournalState{}, nil
+	}
+	jpath := s.path + JournalSuffix
+	f, err := os.Open(jpath)
+	if errors.Is(err, os.ErrNotExist) {
+		return JournalState{}, nil
+	}
+	if err != nil {
+		return JournalState{}, fmt.Errorf("ledger: the charge journal %s: %w", jpath, err)
+	}
+	defer f.Close()
+	ok, err := tryLock(f, false)
+	if err != nil {
+		return JournalState{}, fmt.Errorf("ledger: the charge journal %s: %w", jpath, err)
+	}
+	if !ok {
+		return JournalState{Held: true}, nil
+	}
+	data, err := io.ReadAll(f)
+	if err != nil || len(data) == 0 {
+		return JournalState{}, err
+	}
+	applied, err := appliedSeq(ctx, s)
+	if err != nil {
+		return JournalState{}, err
+	}
+	recs, err := readRecords(data, applied)
+	if err != nil {
+		return JournalState{}, fmt.Errorf("ledger: the charge journal %s: %w", jpath, err)
+	}
+	st := JournalState{PendingRecords: len(recs)}
+	for _, r := range recs {
+		st.PendingLists += len(r.rows)
+	}
+	return st, nil
 }
 
 // health is nil while the journal charges and applies; otherwise why not

@@ -620,3 +620,53 @@ func TestJournalHealth(t *testing.T) {
 		t.Fatal("a store without the journal reports journal stats")
 	}
 }
+
+// TestJournalState: a read-only store reports a running journaled writer,
+// and the records a crashed one left (which it does not see), until a
+// writer applies them.
+func TestJournalState(t *testing.T) {
+	parkApplier(t)
+	ctx := ctxT(t)
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s := openJournal(t, path)
+	for i := range 3 {
+		if _, _, err := s.Charge(ctx, testRelease("u", strconv.Itoa(i), 0.5), Unlimited); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readState := func() (JournalState, Spend) {
+		t.Helper()
+		ro, err := OpenWith(ctx, "sqlite:"+path, OpenOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ro.Close()
+		st, err := ro.(JournalStater).JournalState(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp, err := ro.Budget(ctx, "u")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, sp
+	}
+	if st, _ := readState(); !st.Held {
+		t.Fatalf("a running journaled writer is not reported: %+v", st)
+	}
+	crash(s)
+	if st, sp := readState(); st.Held || st.PendingRecords != 2 || st.PendingLists != 2 || sp.Releases != 1 {
+		t.Fatalf("after the crash: %+v, the tables show %+v", st, sp)
+	}
+	w, err := OpenWith(ctx, "sqlite:"+path, OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if st, sp := readState(); st != (JournalState{}) || sp.Releases != 3 {
+		t.Fatalf("after a writer applied the journal: %+v, %+v", st, sp)
+	}
+	if st, err := w.(JournalStater).JournalState(ctx); err != nil || st != (JournalState{}) {
+		t.Fatalf("a writing store's JournalState: %+v %v", st, err)
+	}
+}

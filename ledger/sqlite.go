@@ -130,7 +130,7 @@ func openSQLite(ctx context.Context, path string, opt SQLiteOptions, upto int, o
 		if err := b.read(ctx, func(q querier) error { return checkReadable(ctx, q, "sqlite", "SQLite file") }); err != nil {
 			return fail(err)
 		}
-		return &sqlStore{b: b, now: time.Now, readOnly: true}, nil
+		return &sqlStore{b: b, now: time.Now, readOnly: true, path: path}, nil
 	}
 	// Refuse a foreign database, and a missing ledger without Create,
 	// before anything (even the journal mode) is written; migrate checks

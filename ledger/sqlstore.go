@@ -84,6 +84,8 @@ type sqlStore struct {
 	// (SQLite, schema 12 on).
 	j    *journal
 	lock *os.File
+	// path is the SQLite file of a read-only store (JournalState).
+	path string
 }
 
 // flush applies the charge journal's pending records (when there is a

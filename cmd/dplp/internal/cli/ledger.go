@@ -106,7 +106,32 @@ func openStore(cmd *cobra.Command, dsn string, m storeMode) (ledger.Store, strin
 	if err != nil {
 		return nil, "", err
 	}
+	if m == storeRead {
+		warnJournal(cmd, s, name)
+	}
 	return s, name, nil
+}
+
+// warnJournal tells on stderr what a read-only open of an SQLite ledger
+// does not see of its charge journal: the last charges of a running
+// service with --charge-journal, or the charges a journaled writer that
+// stopped without closing left to be applied.
+func warnJournal(cmd *cobra.Command, s ledger.Store, name string) {
+	js, ok := s.(ledger.JournalStater)
+	if !ok {
+		return
+	}
+	st, err := js.JournalState(cmdContext(cmd))
+	stderr := cmd.ErrOrStderr()
+	switch {
+	case err != nil:
+		fmt.Fprintf(stderr, "warning: %v\n", err)
+	case st.Held:
+		fmt.Fprintf(stderr, "note: a process with the charge journal (dplp serve --charge-journal) has %s open: its charges of the last moments (about 100 ms) may not be in these figures yet\n", name)
+	case st.PendingLists > 0:
+		fmt.Fprintf(stderr, "warning: %s's charge journal holds %d charged list(s) in %d record(s) that are not in these figures: a process with the charge journal stopped without closing; the next open for writing (dplp ledger init --store '%s') applies them\n",
+			name, st.PendingLists, st.PendingRecords, name)
+	}
 }
 
 func newLedgerInitCmd() *cobra.Command {

@@ -173,3 +173,32 @@ func TestLedgerErrors(t *testing.T) {
 		t.Errorf("import error does not name the file: %v", err)
 	}
 }
+
+// TestLedgerReadBesideJournal: the read-only ledger commands work while a
+// process with the charge journal has the ledger open and say on stderr
+// that its last charges may be missing; a writing command is refused.
+func TestLedgerReadBesideJournal(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	st, err := ledger.OpenWith(ctx, "sqlite:"+path, ledger.OpenOptions{Create: true, ChargeJournal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r := ledger.Release{User: "alice", Model: "m", K: 2, EpsP: 0.5, Cost: 1, List: []string{"x", "y"}}
+	if _, _, err := st.Charge(ctx, r, ledger.Unlimited); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"ledger", "show", "--json"}, {"ledger", "verify"}, {"ledger", "exposure"}} {
+		out, stderr, err := run(t, append(args, "--store", "sqlite:"+path)...)
+		if err != nil {
+			t.Fatalf("%v beside the journal: %v\n%s", args, err, stderr)
+		}
+		if !strings.Contains(stderr, "note: a process with the charge journal") || strings.Contains(out, "charge journal") {
+			t.Fatalf("%v: stdout %q, stderr %q", args, out, stderr)
+		}
+	}
+	if _, stderr, err := run(t, "ledger", "init", "--store", "sqlite:"+path); err == nil || !strings.Contains(err.Error()+stderr, "only writer") {
+		t.Fatalf("ledger init beside the journal: %v %s", err, stderr)
+	}
+}
