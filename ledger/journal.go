@@ -44,6 +44,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -525,7 +526,7 @@ func (s *sqlStore) JournalState(ctx context.Context) (JournalState, error) {
 	if !s.readOnly || s.path == "" || !s.schema.hasJournalTable() {
 		return JournalState{}, nil
 	}
-	jpath := s.path + JournalSuffix
+	jpath := journalPath(s.path)
 	f, err := os.Open(jpath)
 	if errors.Is(err, os.ErrNotExist) {
 		return JournalState{}, nil
@@ -654,7 +655,7 @@ func attachJournal(ctx context.Context, s *sqlStore, path string, on bool, upto 
 	if on && !journalLocks {
 		return invalid("the charge journal is not supported on this system (it needs flock)")
 	}
-	jpath := path + JournalSuffix
+	jpath := journalPath(path)
 	f, err := os.OpenFile(jpath, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("ledger: opening the charge journal %s: %w", jpath, err)
@@ -725,6 +726,17 @@ func takeLock(f *os.File, jpath string, on bool) (exclusive bool, err error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// journalPath is the charge journal of the SQLite file path: beside the
+// file the path resolves to, so that every name of the ledger (a symbolic
+// link, a relative path) locks the same journal (SQLite, too, puts its
+// -wal and -shm files beside the resolved file).
+func journalPath(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	return path + JournalSuffix
 }
 
 // ErrLedgerBusy is wrapped by the error of an open that cannot share the

@@ -266,6 +266,13 @@ func TestJournalExclusive(t *testing.T) {
 	if _, err := OpenWith(ctx, dsn, OpenOptions{ChargeJournal: true}); !errors.Is(err, ErrLedgerBusy) {
 		t.Fatalf("the journal beside other writers: %v", err)
 	}
+	link := filepath.Join(t.TempDir(), "link.db")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenWith(ctx, "sqlite:"+link, OpenOptions{ChargeJournal: true}); !errors.Is(err, ErrLedgerBusy) {
+		t.Fatalf("the journal through a symbolic link, beside other writers: %v", err)
+	}
 	if _, err := OpenWith(ctx, "postgres://localhost/x", OpenOptions{ChargeJournal: true}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("the journal on PostgreSQL: %v", err)
 	}
