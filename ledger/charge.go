@@ -139,27 +139,79 @@ func (s *sqlStore) prepareBatch(ctx context.Context, rs []Release) (*batch, erro
 // chargeSQL charges p in one write transaction (chargeTx).
 func (s *sqlStore) chargeSQL(ctx context.Context, p *batch, cap Cap) ([]ChargeResult, error) {
 	var results []ChargeResult
-	learned := map[string]int64{} // label ids read or assigned by the transaction
-	pend := dictPending{}         // the same, by dictionary index
-	pb := pendingBlocks{}         // block ids recorded or read by the transaction
-	digests := map[[sha256.Size]byte]int64{}
+	st := newInflState()
 	err := s.b.write(ctx, func(q querier) error {
 		var err error
-		clear(learned)
-		clear(pend)
-		clear(pb)
-		clear(digests)
-		results, err = chargeTx(ctx, s.b, q, &s.labels, learned, pend, pb, digests, p.items, p.enc, p.bad, p.users, cap, s.schema) // fn may be retried: start afresh
+		st.reset() // fn may be retried: start afresh
+		results, err = chargeTx(ctx, s.b, q, st, &s.labels, p.items, p.enc, p.bad, p.users, cap, s.schema)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.labels.learn(learned) // committed now
-	pend.commit(&s.labels)
-	pb.commit(&s.labels)
-	s.labels.blocks.commitDigests(digests)
+	st.commit(&s.labels)
 	return results, nil
+}
+
+// recordSets records, in one write transaction, the labels and blocks of
+// p's valid items whose influence sets could not be encoded (some id not
+// recorded yet), and encodes those sets. Recording labels or blocks no
+// release names is harmless (Verify accepts them).
+func (s *sqlStore) recordSets(ctx context.Context, p *batch) error {
+	var idx []int
+	for i := range p.items {
+		if p.bad[i] == nil && p.enc[i].set == nil {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 || !s.schema.hasLabels() {
+		return nil
+	}
+	var sets [][]byte
+	st := newInflState()
+	err := s.b.write(ctx, func(q querier) error {
+		var err error
+		st.reset()
+		sets, err = recordInfluence(ctx, q, st, &s.labels, p.items, idx, p.enc, s.schema)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	st.commit(&s.labels)
+	for j, i := range idx {
+		p.enc[i].set = sets[j]
+	}
+	return nil
+}
+
+// inflState is what a write transaction reads or assigns of label and
+// block ids; the handle's caches learn it once the transaction commits.
+type inflState struct {
+	learned map[string]int64 // label ids
+	pend    dictPending      // the same, by dictionary index
+	pb      pendingBlocks    // block ids
+	digests map[[sha256.Size]byte]int64
+}
+
+func newInflState() *inflState {
+	return &inflState{learned: map[string]int64{}, pend: dictPending{}, pb: pendingBlocks{}, digests: map[[sha256.Size]byte]int64{}}
+}
+
+// reset empties st for a (retried) transaction.
+func (st *inflState) reset() {
+	clear(st.learned)
+	clear(st.pend)
+	clear(st.pb)
+	clear(st.digests)
+}
+
+// commit tells lc what the committed transaction recorded or read.
+func (st *inflState) commit(lc *labelCache) {
+	lc.learn(st.learned)
+	st.pend.commit(lc)
+	st.pb.commit(lc)
+	lc.blocks.commitDigests(st.digests)
 }
 
 // chargeChunk is the number of users (or releases) one multi-row statement
@@ -179,7 +231,7 @@ type idemRef struct {
 // charge the items in order, then insert the accepted releases (with IDs
 // reserved by the backend, in multi-row statements) and write the changed
 // spend rows back.
-func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned map[string]int64, pend dictPending, pb pendingBlocks, digests map[[sha256.Size]byte]int64, items []Release, enc []encoded, bad []error, users []string, cap Cap, v schemaLevel) ([]ChargeResult, error) {
+func chargeTx(ctx context.Context, b backend, q querier, st *inflState, lc *labelCache, items []Release, enc []encoded, bad []error, users []string, cap Cap, v schemaLevel) ([]ChargeResult, error) {
 	for i := range items {
 		items[i].ID = 0 // a retried transaction starts afresh: no ID is reserved yet
 	}
@@ -202,56 +254,9 @@ func chargeTx(ctx context.Context, b backend, q querier, lc *labelCache, learned
 	settle(items, results, fresh, sameAs, ids)
 	var sets [][]byte // the fresh releases' encoded influencer sets (schema 8 and later)
 	if v.hasLabels() {
-		// The sets with labels the cache did not know when they were
-		// encoded (outside the transaction).
-		var pending [][]string
-		var fromDict []string
-		for _, i := range fresh {
-			switch it := &items[i]; {
-			case enc[i].set != nil:
-			case it.InflBlocks != nil:
-				b := it.InflBlocks
-				fromDict = pend.collect(lc, b.dict, it.InflExcl, fromDict)
-				arr := b.idsFor(lc)
-				for _, z := range it.InflIdx {
-					if arr[z].Load() == 0 {
-						fromDict = pend.collect(lc, b.dict, b.members(z), fromDict)
-					}
-				}
-			case it.InflIdx != nil:
-				fromDict = pend.collect(lc, it.InflDict, it.InflIdx, fromDict)
-			default:
-				pending = append(pending, it.Influencers)
-			}
-		}
-		if fromDict != nil {
-			pending = append(pending, fromDict)
-		}
-		if err := labelIDs(ctx, q, lc, pending, learned); err != nil {
+		var err error
+		if sets, err = recordInfluence(ctx, q, st, lc, items, fresh, enc, v); err != nil {
 			return nil, err
-		}
-		if err := pend.resolve(lc, learned); err != nil {
-			return nil, err
-		}
-		if err := registerBlocks(ctx, q, lc, items, fresh, enc, pend, pb, digests); err != nil {
-			return nil, err
-		}
-		sets = make([][]byte, len(fresh))
-		var sc idScratch
-		for j, i := range fresh {
-			if sets[j] = enc[i].set; sets[j] != nil {
-				continue
-			}
-			if it := &items[i]; it.InflBlocks != nil {
-				sets[j] = encodeBlocks(lc, it.InflBlocks, it.InflIdx, it.InflExcl, pb[it.InflBlocks], pend.idsOf(it.InflBlocks.dict), &sc)
-			} else if it.InflIdx != nil {
-				sets[j] = encodeDict(lc, it.InflDict, it.InflIdx, pend.idsOf(it.InflDict), v.hasEF(), &sc)
-			} else {
-				sets[j] = encodeInfl(lc, it.Influencers, learned, v.hasEF(), nil)
-			}
-			if sets[j] == nil {
-				return nil, fmt.Errorf("ledger: an influencer label of user %q has no id", items[i].User)
-			}
 		}
 	}
 	verb := insertVerb(b.name())
@@ -353,6 +358,66 @@ func settle(items []Release, results []ChargeResult, fresh []int, sameAs map[int
 	for i, j := range sameAs {
 		results[i] = ChargeResult{Release: items[j]}
 	}
+}
+
+// recordInfluence records, inside the write transaction q, the labels and
+// blocks of the items idx whose sets enc could not encode (an id not
+// recorded yet), and returns every item's encoded set in the order of idx.
+// st collects the ids read or assigned; the caller commits them to lc once
+// q commits.
+func recordInfluence(ctx context.Context, q querier, st *inflState, lc *labelCache, items []Release, idx []int, enc []encoded, v schemaLevel) ([][]byte, error) {
+	// The sets with labels the cache did not know when they were
+	// encoded (outside the transaction).
+	var pending [][]string
+	var fromDict []string
+	for _, i := range idx {
+		switch it := &items[i]; {
+		case enc[i].set != nil:
+		case it.InflBlocks != nil:
+			b := it.InflBlocks
+			fromDict = st.pend.collect(lc, b.dict, it.InflExcl, fromDict)
+			arr := b.idsFor(lc)
+			for _, z := range it.InflIdx {
+				if arr[z].Load() == 0 {
+					fromDict = st.pend.collect(lc, b.dict, b.members(z), fromDict)
+				}
+			}
+		case it.InflIdx != nil:
+			fromDict = st.pend.collect(lc, it.InflDict, it.InflIdx, fromDict)
+		default:
+			pending = append(pending, it.Influencers)
+		}
+	}
+	if fromDict != nil {
+		pending = append(pending, fromDict)
+	}
+	if err := labelIDs(ctx, q, lc, pending, st.learned); err != nil {
+		return nil, err
+	}
+	if err := st.pend.resolve(lc, st.learned); err != nil {
+		return nil, err
+	}
+	if err := registerBlocks(ctx, q, lc, items, idx, enc, st.pend, st.pb, st.digests); err != nil {
+		return nil, err
+	}
+	sets := make([][]byte, len(idx))
+	var sc idScratch
+	for j, i := range idx {
+		if sets[j] = enc[i].set; sets[j] != nil {
+			continue
+		}
+		if it := &items[i]; it.InflBlocks != nil {
+			sets[j] = encodeBlocks(lc, it.InflBlocks, it.InflIdx, it.InflExcl, st.pb[it.InflBlocks], st.pend.idsOf(it.InflBlocks.dict), &sc)
+		} else if it.InflIdx != nil {
+			sets[j] = encodeDict(lc, it.InflDict, it.InflIdx, st.pend.idsOf(it.InflDict), v.hasEF(), &sc)
+		} else {
+			sets[j] = encodeInfl(lc, it.Influencers, st.learned, v.hasEF(), nil)
+		}
+		if sets[j] == nil {
+			return nil, fmt.Errorf("ledger: an influencer label of user %q has no id", items[i].User)
+		}
+	}
+	return sets, nil
 }
 
 // describeID names a recorded release, or one accepted earlier in the same

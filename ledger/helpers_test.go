@@ -188,6 +188,15 @@ func testRelease(user, tag string, cost float64) Release {
 	}
 }
 
+// applied applies the charge journal's pending charges of s (when it has
+// a journal), for tests that read or edit the tables directly.
+func applied(t *testing.T, s Store) {
+	t.Helper()
+	if err := s.(*sqlStore).flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // releaseIDs returns every recorded release ID (white-box).
 func releaseIDs(t *testing.T, s Store) map[int64]Release {
 	t.Helper()

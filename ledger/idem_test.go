@@ -62,6 +62,7 @@ func TestIdemIndexPartial(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		applied(t, s)
 		var def string
 		defSQL := "SELECT sql FROM sqlite_master WHERE name = 'releases_idem_key'"
 		if s.b.name() == "postgres" {

@@ -143,15 +143,12 @@ type journal struct {
 }
 
 // charge charges p (valid users non-empty) against the in-memory totals
-// and appends the result durably; see the top of this file. A batch with
-// an influence set whose label or block ids the store has not recorded yet
-// is charged by a write transaction instead (after everything pending is
-// applied), which records them.
+// and appends the result durably; see the top of this file. The label and
+// block ids of influence sets the store has not recorded yet are recorded
+// first, by a write transaction of their own (records carry encoded sets).
 func (j *journal) charge(ctx context.Context, s *sqlStore, p *batch, cap Cap) ([]ChargeResult, error) {
-	for i := range p.items {
-		if p.bad[i] == nil && s.schema.hasLabels() && p.enc[i].set == nil {
-			return j.chargeDirect(ctx, s, p, cap)
-		}
+	if err := s.recordSets(ctx, p); err != nil {
+		return nil, err
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -261,34 +258,6 @@ func (j *journal) charge(ctx context.Context, s *sqlStore, p *batch, cap Cap) ([
 		select {
 		case j.wake <- struct{}{}:
 		default:
-		}
-	}
-	return results, nil
-}
-
-// chargeDirect charges p in a write transaction, after applying every
-// pending record, holding the journal's locks throughout.
-func (j *journal) chargeDirect(ctx context.Context, s *sqlStore, p *batch, cap Cap) ([]ChargeResult, error) {
-	j.applyMu.Lock()
-	defer j.applyMu.Unlock()
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.broken != nil {
-		return nil, j.broken
-	}
-	if err := j.applyPendingLocked(ctx); err != nil {
-		return nil, err
-	}
-	results, err := s.chargeSQL(ctx, p, cap)
-	if err != nil {
-		return nil, err
-	}
-	for _, u := range p.users {
-		delete(j.spends, u) // read again when next needed
-	}
-	for _, r := range results {
-		if r.Fresh && r.Release.ID >= j.nextID {
-			j.nextID = r.Release.ID + 1
 		}
 	}
 	return results, nil

@@ -184,6 +184,7 @@ func TestReadOnly(t *testing.T) {
 		if _, _, err := rw.Charge(ctx, r, Unlimited); err != nil { // left unfolded
 			t.Fatal(err)
 		}
+		applied(t, rw) // a read-only handle reads the tables
 		ro, err := OpenWith(ctx, dsn, OpenOptions{ReadOnly: true})
 		if err != nil {
 			t.Fatal(err)

@@ -114,6 +114,7 @@ func TestCheckConstraints(t *testing.T) {
 		if _, _, err := s.Charge(ctx, testRelease("u", "a", 0.5), Unlimited); err != nil {
 			t.Fatal(err)
 		}
+		applied(t, s)
 		for _, edit := range []string{
 			"UPDATE spend SET spent = -100",
 			"UPDATE spend SET rho = -1",
