@@ -321,15 +321,6 @@ func New(cfg Config) (*Server, error) {
 	if cfg.UserRhoCap == 0 || math.IsInf(cfg.UserRhoCap, 1) {
 		capRho = "none"
 	}
-	s.log.Info("starting", "store", storeName, "cap_eps", capEps, "cap_rho", capRho, "cap_party_eps", capParty, "privacy_unit", PrivacyUnit,
-		"build", buildinfo.Get().String())
-	ttl := cfg.CacheTTL
-	switch {
-	case ttl == 0:
-		ttl = time.Second
-	case ttl < 0:
-		ttl = 0
-	}
 	// A store with the charge journal is the ledger's only writer: no
 	// other process changes tokens, budgets, lists or marks behind the
 	// cache, so entries live until written through or evicted by size,
@@ -337,6 +328,15 @@ func New(cfg Config) (*Server, error) {
 	exclusive := false
 	if js, ok := base.(ledger.JournalStatser); ok {
 		_, exclusive = js.JournalStats()
+	}
+	s.log.Info("starting", "store", storeName, "charge_journal", exclusive, "cap_eps", capEps, "cap_rho", capRho, "cap_party_eps", capParty, "privacy_unit", PrivacyUnit,
+		"build", buildinfo.Get().String())
+	ttl := cfg.CacheTTL
+	switch {
+	case ttl == 0:
+		ttl = time.Second
+	case ttl < 0:
+		ttl = 0
 	}
 	if exclusive && ttl > 0 {
 		ttl = exclusiveCacheTTL
