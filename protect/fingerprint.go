@@ -11,6 +11,7 @@ import (
 
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/internal/par"
+	"github.com/dplp/dplp/internal/sorted"
 )
 
 // Fingerprint identifies the invariant data of (g, s): the node labels in
@@ -48,7 +49,7 @@ func Fingerprint(g *graph.Graph, s *Set) string {
 			if s != nil && u < s.N() {
 				pr = s.Of(int32(u)) // the set is symmetric: {u,v} protected iff v in prot(u)
 			}
-			pub = minus(pub, g.Neighbors(int32(u)), pr)
+			pub = sorted.Minus(pub, g.Neighbors(int32(u)), pr)
 			buf = binary.AppendUvarint(buf, uint64(len(pub)))
 			for _, v := range pub {
 				buf = binary.AppendUvarint(buf, uint64(v))
@@ -69,21 +70,6 @@ func Fingerprint(g *graph.Graph, s *Set) string {
 		})
 	}
 	return "v1:" + hex.EncodeToString(h.Sum(nil))
-}
-
-// minus returns the ascending a \ b (both ascending), written into dst[:0].
-func minus(dst, a, b []int32) []int32 {
-	dst = dst[:0]
-	j := 0
-	for _, x := range a {
-		for j < len(b) && b[j] < x {
-			j++
-		}
-		if j == len(b) || b[j] != x {
-			dst = append(dst, x)
-		}
-	}
-	return dst
 }
 
 // fingerprintChunk is the nodes one encoding task covers.

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/sorted"
 	"github.com/dplp/dplp/protect"
 )
 
@@ -58,7 +59,7 @@ func buildReference(g *graph.Graph, cfg Config, rng *rand.Rand) (*Split, error) 
 		s.reset(sd[i], streamTestPos)
 		kT := frac(cfg.TestFrac, len(nb))
 		testPos[i] = s.fromList(make([]int32, 0, kT), nb, kT)
-		s.bufA = minus(s.bufA, nb, testPos[i]) // trainNbr
+		s.bufA = sorted.Minus(s.bufA, nb, testPos[i]) // trainNbr
 		kD := frac(cfg.DevFrac, len(s.bufA))
 		devPos[i] = s.fromList(make([]int32, 0, kD), s.bufA, kD)
 

@@ -103,22 +103,6 @@ func union(dst, a, b []int32) []int32 {
 	return append(dst, b[j:]...)
 }
 
-// minus returns the sorted a \ b (both sorted) written into dst[:0].
-func minus(dst, a, b []int32) []int32 {
-	dst = dst[:0]
-	j := 0
-	for _, x := range a {
-		for j < len(b) && b[j] < x {
-			j++
-		}
-		if j < len(b) && b[j] == x {
-			continue
-		}
-		dst = append(dst, x)
-	}
-	return dst
-}
-
 // contains reports whether sorted list holds x.
 func contains(list []int32, x int32) bool {
 	_, ok := slices.BinarySearch(list, x)
