@@ -45,6 +45,21 @@ func openJournal(t *testing.T, path string) *sqlStore {
 	return s
 }
 
+// chargedJournal is a store with the charge journal at a new path, its
+// applier parked, after n charges of 0.5 to user "u", all pending.
+func chargedJournal(t *testing.T, n int) (*sqlStore, string) {
+	t.Helper()
+	parkApplier(t)
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s := openJournal(t, path)
+	for i := range n {
+		if _, _, err := s.Charge(context.Background(), testRelease("u", strconv.Itoa(i), 0.5), Unlimited); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, path
+}
+
 // crash ends s as a killed process would: the applier stops where it is,
 // nothing pending is applied, the journal file and its lock are let go.
 func crash(s *sqlStore) {
@@ -417,15 +432,8 @@ func TestReadRecords(t *testing.T) {
 // TestJournalDamagedRefused: an open that finds a damaged record followed
 // by good ones refuses, naming the file and offset, and changes nothing.
 func TestJournalDamagedRefused(t *testing.T) {
-	parkApplier(t)
 	ctx := ctxT(t)
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	s := openJournal(t, path)
-	for i := range 4 {
-		if _, _, err := s.Charge(ctx, testRelease("u", strconv.Itoa(i), 0.5), Unlimited); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, path := chargedJournal(t, 4)
 	crash(s)
 	jpath := path + JournalSuffix
 	data, err := os.ReadFile(jpath)
@@ -586,15 +594,8 @@ func hasNaN(r *jrecord) bool {
 // append stops every later charge, SchemaVersion (the service's readiness
 // check) reports it, and reopening recovers every acknowledged charge.
 func TestJournalHealth(t *testing.T) {
-	parkApplier(t)
 	ctx := ctxT(t)
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	s := openJournal(t, path)
-	for i := range 3 {
-		if _, _, err := s.Charge(ctx, testRelease("u", strconv.Itoa(i), 0.5), Unlimited); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, path := chargedJournal(t, 3)
 	st, ok := s.JournalStats()
 	if !ok || st.PendingLists != 3 || st.PendingRecords != 3 || st.Appended != 3 || st.Applied != 0 || st.FileBytes != journalGrow {
 		t.Fatalf("stats while pending: %+v %v", st, ok)
@@ -632,15 +633,8 @@ func TestJournalHealth(t *testing.T) {
 // and the records a crashed one left (which it does not see), until a
 // writer applies them.
 func TestJournalState(t *testing.T) {
-	parkApplier(t)
 	ctx := ctxT(t)
-	path := filepath.Join(t.TempDir(), "ledger.db")
-	s := openJournal(t, path)
-	for i := range 3 {
-		if _, _, err := s.Charge(ctx, testRelease("u", strconv.Itoa(i), 0.5), Unlimited); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, path := chargedJournal(t, 3)
 	readState := func() (JournalState, Spend) {
 		t.Helper()
 		ro, err := OpenWith(ctx, "sqlite:"+path, OpenOptions{ReadOnly: true})
