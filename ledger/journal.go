@@ -31,9 +31,9 @@ package ledger
 // applied_seq before anything else, then empties the file. Records carry
 // absolute totals, so applying is idempotent with respect to the tables'
 // state at applied_seq. A record cut short by a crash (the last one, never
-// acknowledged) is dropped; a bad record followed by more data, or a gap in
-// the sequence numbers, is refused with the file and offset and the ledger
-// left untouched.
+// acknowledged) is dropped; a damaged record followed by a good one, a
+// record that does not decode, or a gap in the sequence numbers is refused
+// with the file and offset and the ledger left untouched (readRecords).
 
 import (
 	"context"
