@@ -306,17 +306,10 @@ func (j *journal) apply(ctx context.Context) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	if err := applyRecords(ctx, j.s, recs); err != nil {
-		err = fmt.Errorf("ledger: applying the charge journal %s: %w", j.path, err)
-		j.mu.Lock()
-		j.applyErr = err
-		j.mu.Unlock()
-		return err
-	}
+	err := applyRecords(ctx, j.s, recs)
 	j.mu.Lock()
-	j.dropApplied(len(recs))
-	j.mu.Unlock()
-	return nil
+	defer j.mu.Unlock()
+	return j.settleApply(len(recs), err)
 }
 
 // applyPendingLocked applies every pending record; applyMu and mu held.
@@ -324,11 +317,17 @@ func (j *journal) applyPendingLocked(ctx context.Context) error {
 	if len(j.pending) == 0 {
 		return nil
 	}
-	if err := applyRecords(ctx, j.s, j.pending); err != nil {
+	return j.settleApply(len(j.pending), applyRecords(ctx, j.s, j.pending))
+}
+
+// settleApply records how applying the first n pending records went: the
+// error (kept for health) or their removal; mu held.
+func (j *journal) settleApply(n int, err error) error {
+	if err != nil {
 		j.applyErr = fmt.Errorf("ledger: applying the charge journal %s: %w", j.path, err)
 		return j.applyErr
 	}
-	j.dropApplied(len(j.pending))
+	j.dropApplied(n)
 	return nil
 }
 
@@ -649,15 +648,19 @@ func attachJournal(ctx context.Context, s *sqlStore, path string, on bool, upto 
 			s.lock = f
 			return nil
 		}
-		var last int64
+		// The next release ID, as the backend reserves them (the lock
+		// keeps every other writer out from now on).
+		var next []int64
 		err = s.b.read(ctx, func(q querier) error {
-			return q.queryRow(ctx, `SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'releases'), 0), COALESCE((SELECT MAX(id) FROM releases), 0))`).Scan(&last)
+			var err error
+			next, err = s.b.nextIDs(ctx, q, 1)
+			return err
 		})
 		if err != nil {
 			return fail(err)
 		}
 		j := &journal{path: jpath, f: f, s: s, seq: seq, applied: seq, spends: map[string]*jspend{}, idem: map[idemRef]Release{},
-			nextID: last + 1, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+			nextID: next[0], wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 		s.j = j
 		go j.run()
 		return nil
