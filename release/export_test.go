@@ -59,3 +59,9 @@ func SetReadyMaxForTest(n int) func() {
 
 // ReadyWindowsForTest is readyWindows for n users in windows of 4,096.
 func ReadyWindowsForTest(n int) int { return readyWindows(n, 4096) }
+
+// GuaranteesForTest returns r's guarantee of (picks, seeded) as the cache
+// gives it and as computed afresh.
+func GuaranteesForTest(r *Recommender, picks int, seeded bool) (cached, fresh Guarantee) {
+	return r.guarantee(picks, seeded), r.newGuarantee(picks, seeded)
+}

@@ -39,7 +39,34 @@ type influence struct {
 	// blocks are the CN/AA/RA influence blocks of these marks: block z is
 	// {z} ∪ prot(z) (made on first use).
 	blocks *blockFamily
+	// classes is min(|prot(z)|, 2) of every node z (made on first use).
+	classes *protClasses
 }
+
+// protClasses packs min(|prot(z)|, 2) of every node z into two bits: record
+// reads it for every neighbour of every user, at random places, and 2.5 MB
+// at 10 M nodes stays in the cache where the marks' 80 MB of offsets did
+// not (13.5 s of CPU in a 10 M-user release).
+type protClasses struct {
+	once sync.Once
+	bits []uint8
+}
+
+// get returns the packed classes of the n nodes of p (made on first use):
+// node z's is classOf(bits, z).
+func (c *protClasses) get(p *protect.Set, n int) []uint8 {
+	c.once.Do(func() {
+		bits := make([]uint8, (n+3)/4)
+		for w := range int32(n) {
+			bits[w>>2] |= uint8(min(p.Count(w), 2)) << ((w & 3) * 2)
+		}
+		c.bits = bits
+	})
+	return c.bits
+}
+
+// classOf returns min(|prot(z)|, 2) from protClasses' bits.
+func classOf(bits []uint8, z int32) int { return int(bits[z>>2]>>((z&3)*2)) & 3 }
 
 // blockFamily makes a Recommender's ledger.Blocks once.
 type blockFamily struct {
@@ -82,7 +109,7 @@ func (d *InfluenceDict) get() *ledger.Dict {
 }
 
 func newInfluence(g *graph.Graph, p *protect.Set, k score.Kind, dict *InfluenceDict) influence {
-	return influence{g: g, p: p, kind: k, dict: dict, blocks: new(blockFamily)}
+	return influence{g: g, p: p, kind: k, dict: dict, blocks: new(blockFamily), classes: new(protClasses)}
 }
 
 // blockSet returns the influence blocks of the marks: block z is z and its
@@ -137,8 +164,9 @@ func (in influence) record(rel *ledger.Release, u int32) {
 		var excl []int32
 		uIn := false
 		j := 0
+		cls := in.classes.get(p, in.g.N())
 		for _, z := range nb {
-			c := p.Count(z)
+			c := classOf(cls, z) // |prot(z)|, or 2 for more
 			if c == 0 {
 				continue
 			}

@@ -127,6 +127,7 @@ type Recommender struct {
 	infl       influence
 	pool       sync.Pool // *workerState
 	list       *listRel  // dplp-list models (listrel.go); nil for per-pick mechanisms
+	guarantees guarantees
 }
 
 type workerState struct {
