@@ -27,7 +27,7 @@ func (r *Recommender) guarantee(picks int, seeded bool) Guarantee {
 // for counts below the largest asked so far (at least guaranteeMin): the
 // table is replaced, never changed, so readers need no lock.
 type guarantees struct {
-	mu  sync.Mutex                      // taken to grow tab
+	mu  sync.Mutex                     // taken to grow tab
 	tab atomic.Pointer[[2][]Guarantee] // [seeded][picks]
 }
 
