@@ -212,3 +212,54 @@ func TestStreamCancelWhilePreparing(t *testing.T) {
 		t.Fatalf("%d charge(s) after the cancellation", st.charges)
 	}
 }
+
+// TestOneWindowMatchesPipeline: a batch of one window (a service's
+// request) is prepared, charged and emitted without the pipeline; its
+// seeded lists and results are those the pipeline gives the same users in
+// a batch of several windows (seeded lists depend on the seed and the user
+// only), and a cancelled context charges nothing.
+func TestOneWindowMatchesPipeline(t *testing.T) {
+	g, p, m := fixture(t)
+	var users []int32
+	for len(users) < 2*4096+7 { // three windows
+		users = append(users, allUsers(g)...)
+	}
+	rec, err := release.New(m, g, p, release.WithSeed(9), release.WithoutLedger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	piped := map[string]release.Result{}
+	err = rec.Stream(ctx, users, 6, func(_ int, r release.Result) error {
+		piped[r.User] = r
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		pair := users[i : i+2] // two users, in this order
+		var got []release.Result
+		err := rec.Stream(ctx, pair, 6, func(j int, r release.Result) error {
+			if j != len(got) {
+				return fmt.Errorf("result %d emitted after %d", j, len(got))
+			}
+			got = append(got, r)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, r := range got {
+			want := piped[g.Label(pair[j])]
+			if r.User != want.User || !slices.Equal(r.List, want.List) || r.Guarantee != want.Guarantee || r.Cost != want.Cost {
+				t.Fatalf("result %d of %v alone: %+v; in the pipeline: %+v", j, pair, r, want)
+			}
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := rec.Stream(cctx, users[:3], 6, func(int, release.Result) error { return errors.New("emitted after cancel") }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled one-window stream: %v", err)
+	}
+}

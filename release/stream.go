@@ -187,6 +187,28 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 	c := r.callOf(opts)
 	const batch = 4096 // users per charging transaction
 	nw := max(1, runtime.GOMAXPROCS(0))
+	if len(users) <= batch && !r.preparesInfluence(len(users)) {
+		// One window (a service's request): prepared, charged and emitted
+		// in the caller's goroutine, without the pipeline's goroutine and
+		// channel (a hand-off per request).
+		w, err := r.prepare(ctx, c, users, k, nw)
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		res, err := r.commit(ctx, w, k)
+		if err != nil {
+			return err
+		}
+		for i := range res {
+			if err := emit(i, res[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	// Two stages: while window w is charged (one transaction, mostly on one
 	// core) and emitted, the next windows are looked up and sampled on all
 	// cores. Two windows are prepared ahead, so that a long transaction
