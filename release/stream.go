@@ -168,10 +168,10 @@ func (r *Recommender) Recommend(ctx context.Context, users []string, k int, opts
 // flight (a few; up to readyMax, 32 of 4,096 users, while the store records
 // the influence blocks of a large batch), independent of len(users).
 // Charges are committed in batches of 4,096 users (one transaction per
-// batch). emit is called from one goroutine at a time: for a batch of one
-// window (a service's request) the caller's, which also samples the lists
-// (on all cores) and charges them. opts are per-call choices, as for
-// Recommend.
+// batch). emit is called from the caller's goroutine, one result at a
+// time. A batch of one window (a service's request) is also sampled (on
+// all cores) and charged from it, without the pipeline's goroutines. opts
+// are per-call choices, as for Recommend.
 //
 // For large batches pass users in label order (graph.Graph.ByLabel): the
 // ledger keys spending and releases by user label, so each transaction then
