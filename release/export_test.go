@@ -65,3 +65,12 @@ func ReadyWindowsForTest(n int) int { return readyWindows(n, 4096) }
 func GuaranteesForTest(r *Recommender, picks int, seeded bool) (cached, fresh Guarantee) {
 	return r.guarantee(picks, seeded), r.newGuarantee(picks, seeded)
 }
+
+// GuaranteeTableLenForTest is the number of picks counts r's guarantee
+// table holds.
+func GuaranteeTableLenForTest(r *Recommender) int {
+	if t := r.guarantees.tab.Load(); t != nil {
+		return len(t[0])
+	}
+	return 0
+}

@@ -24,14 +24,19 @@ func (r *Recommender) guarantee(picks int, seeded bool) Guarantee {
 }
 
 // guarantees caches a Recommender's per-pick guarantees by picks count,
-// for counts below the largest asked so far (at least guaranteeMin): the
-// table is replaced, never changed, so readers need no lock.
+// for counts below the largest asked so far (at least guaranteeMin, at most
+// guaranteeMax: a list of more picks has its guarantee computed each time,
+// so a huge K never builds a huge table): the table is replaced, never
+// changed, so readers need no lock.
 type guarantees struct {
 	mu  sync.Mutex                     // taken to grow tab
 	tab atomic.Pointer[[2][]Guarantee] // [seeded][picks]
 }
 
-const guaranteeMin = 64
+const (
+	guaranteeMin = 64
+	guaranteeMax = 4096
+)
 
 // get returns the guarantee of (picks, seeded), computing it
 // (and the table up to picks) with compute the first time.
@@ -43,7 +48,7 @@ func (c *guarantees) get(picks int, seeded bool, compute func(int, bool) Guarant
 	if t := c.tab.Load(); t != nil && picks >= 0 && picks < len(t[s]) {
 		return t[s][picks]
 	}
-	if picks < 0 {
+	if picks < 0 || picks >= guaranteeMax {
 		return compute(picks, seeded)
 	}
 	c.mu.Lock()
@@ -56,6 +61,7 @@ func (c *guarantees) get(picks int, seeded bool, compute func(int, bool) Guarant
 	if t != nil {
 		n = max(n, 2*len(t[0]))
 	}
+	n = min(n, guaranteeMax)
 	var nt [2][]Guarantee
 	for si := range nt {
 		nt[si] = make([]Guarantee, n)
