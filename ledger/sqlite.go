@@ -102,10 +102,14 @@ func openSQLite(ctx context.Context, path string, opt SQLiteOptions, upto int, o
 	}
 	// cache_size: 64 MiB of page cache per connection (SQLite's default is
 	// 2 MiB): batch charges insert into three indexes keyed by user, in no
-	// particular order, and a small cache turns that into disk reads. The
-	// journal mode is set once below, after the file is known to be a
-	// ledger (setting it writes the file).
-	dsn := fmt.Sprintf("%s?mode=%s&_pragma=busy_timeout(%d)&_pragma=synchronous(%s)&_pragma=cache_size(-65536)",
+	// particular order, and a small cache turns that into disk reads.
+	// wal_autocheckpoint: a commit copies the WAL into the file once it
+	// holds 10,000 pages (40 MB) instead of 1,000, so that a page that many
+	// transactions rewrite (a spend row's, an index's inner pages) is copied
+	// once per checkpoint rather than ten times (1 M release: 1.5% less
+	// time, a sixth less system CPU). The journal mode is set once below,
+	// after the file is known to be a ledger (setting it writes the file).
+	dsn := fmt.Sprintf("%s?mode=%s&_pragma=busy_timeout(%d)&_pragma=synchronous(%s)&_pragma=cache_size(-65536)&_pragma=wal_autocheckpoint(10000)",
 		sqliteURI(path), mode, busy.Milliseconds(), syncMode)
 	if o.ReadOnly {
 		dsn += "&_query_only=1"

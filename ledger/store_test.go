@@ -782,18 +782,21 @@ func TestSQLiteSettings(t *testing.T) {
 	}{{"", 2}, {"?synchronous=normal", 1}, {"?synchronous=full", 2}} {
 		s := openDSN(t, sqliteFixture.dsn(t)+c.dsn)
 		var mode string
-		var sync, busy int
-		err := s.(*sqlStore).b.read(ctx, func(q querier) error {
+		var sync, busy, ckpt int
+		err := s.(*sqlStore).b.write(ctx, func(q querier) error {
 			if err := q.queryRow(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
 				return err
 			}
 			if err := q.queryRow(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
 				return err
 			}
+			if err := q.queryRow(ctx, "PRAGMA wal_autocheckpoint").Scan(&ckpt); err != nil {
+				return err
+			}
 			return q.queryRow(ctx, "PRAGMA busy_timeout").Scan(&busy)
 		})
-		if err != nil || mode != "wal" || sync != c.sync || busy != 10000 {
-			t.Fatalf("%q: journal_mode=%s synchronous=%d busy_timeout=%d (%v)", c.dsn, mode, sync, busy, err)
+		if err != nil || mode != "wal" || sync != c.sync || busy != 10000 || ckpt != 10000 {
+			t.Fatalf("%q: journal_mode=%s synchronous=%d busy_timeout=%d wal_autocheckpoint=%d (%v)", c.dsn, mode, sync, busy, ckpt, err)
 		}
 	}
 	if _, err := Open(ctx, "sqlite:"+t.TempDir()+"/x.db?synchronous=off"); !errors.Is(err, ErrInvalid) {
