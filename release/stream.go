@@ -198,19 +198,7 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 		if err != nil {
 			return err
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		res, err := r.commit(ctx, w, k)
-		if err != nil {
-			return err
-		}
-		for i := range res {
-			if err := emit(i, res[i]); err != nil {
-				return err
-			}
-		}
-		return nil
+		return r.chargeEmit(ctx, w, k, 0, emit)
 	}
 	// Two stages: while window w is charged (one transaction, mostly on one
 	// core) and emitted, the next windows are looked up and sampled on all
@@ -336,14 +324,27 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 			return err
 		}
 		fill(ahead, per)
-		res, err := r.commit(ctx, w, k)
-		if err != nil {
+		if err := r.chargeEmit(ctx, w, k, lo, emit); err != nil {
 			return err
 		}
-		for i := range res {
-			if err := emit(lo+i, res[i]); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+// chargeEmit charges the prepared window w, whose first user is the
+// batch's lo-th, and emits its results in order: none unless ctx is still
+// live and the charge is committed.
+func (r *Recommender) chargeEmit(ctx context.Context, w *window, k, lo int, emit func(i int, res Result) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	res, err := r.commit(ctx, w, k)
+	if err != nil {
+		return err
+	}
+	for i := range res {
+		if err := emit(lo+i, res[i]); err != nil {
+			return err
 		}
 	}
 	return nil
