@@ -17,6 +17,11 @@ import (
 // ExactMethod names the exact sampler's rows in a Report.
 const ExactMethod = "exponential-exact"
 
+// ExactLazyMethod names the chi-square rows of the exact sampler with
+// utilities computed on demand (exact.Sampler.TopKLazy, the deployment
+// path): the same exact distribution.
+const ExactLazyMethod = "exponential-exact-lazy"
+
 // RunExact is the exact audit of the exact base-2 exponential mechanism
 // (package mech/exact, docs/SAMPLING.md) with the rigorous pipeline: on the
 // same random graphs as Run, for every query u it builds the exponential
@@ -109,15 +114,20 @@ func RunExact(cfg Config) (*Report, error) {
 				if chiDone < cfg.ChiCases && cfg.ChiSamples > 0 && len(q.cands) >= 3 {
 					chiDone++
 					for _, d := range dists {
-						res, err := exactChiTest(s, vals, d, cfg.ChiSamples, rd)
-						if err != nil {
-							return nil, err
-						}
-						res.Method, res.Score = ExactMethod, kind.String()
-						rep.Chi = append(rep.Chi, res)
-						rep.MinChiP = min(rep.MinChiP, res.P)
-						if !(res.P >= chiAlpha) {
-							rep.ChiFailures++
+						for _, lazy := range []bool{false, true} {
+							res, err := exactChiTest(s, vals, d, cfg.ChiSamples, rd, lazy)
+							if err != nil {
+								return nil, err
+							}
+							res.Method, res.Score = ExactMethod, kind.String()
+							if lazy {
+								res.Method = ExactLazyMethod
+							}
+							rep.Chi = append(rep.Chi, res)
+							rep.MinChiP = min(rep.MinChiP, res.P)
+							if !(res.P >= chiAlpha) {
+								rep.ChiFailures++
+							}
 						}
 					}
 				}
@@ -215,9 +225,24 @@ func exactRatioOK(s *exact.Sampler, vals, vals2 []float64, list []int) (bool, er
 }
 
 // exactChiTest samples s.TopK on vals and compares list frequencies with
-// the exact distribution d.
-func exactChiTest(s *exact.Sampler, vals []float64, d dist, samples int, rd *rand.ChaCha8) (ChiResult, error) {
+// the exact distribution d. With lazy it samples s.TopKLazy instead, the
+// values served on demand within the bounds [min, max] of vals (the
+// deployment path's evaluation of proposed candidates only,
+// calib.Plan.SampleScores: on one bucket's width it computes only what it
+// proposes, otherwise every value).
+func exactChiTest(s *exact.Sampler, vals []float64, d dist, samples int, rd *rand.ChaCha8, lazy bool) (ChiResult, error) {
 	u := &mech.Utilities{Vals: vals}
 	k := len(d.lists[0])
+	if lazy {
+		lv := lazyVals(vals)
+		lo, hi := slices.Min(vals), slices.Max(vals)
+		return chiAgainst(d, samples, func(dst []int) ([]int, error) { return s.TopKLazy(lv, lo, hi, nil, k, rd, dst) })
+	}
 	return chiAgainst(d, samples, func(dst []int) ([]int, error) { return s.TopK(u, k, rd, dst) })
 }
+
+// lazyVals serves a slice as exact.Lazy.
+type lazyVals []float64
+
+func (v lazyVals) Len() int         { return len(v) }
+func (v lazyVals) At(i int) float64 { return v[i] }

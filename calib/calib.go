@@ -443,6 +443,69 @@ func (p *Plan) Sample(u *mech.Utilities, k int, r *rand.Rand, dst []int) ([]int,
 	return mech.ExactTopK(u, k, r, dst)
 }
 
+// scoreTransform is a transform whose utility reads the score alone and
+// can be bounded over an interval of scores (model.Model): SampleScores
+// evaluates only the candidates its sampler proposes.
+type scoreTransform interface {
+	ScoreUtility(s, sMax float64) float64
+	UtilityBounds(sLo, sHi, sMax float64) (lo, hi float64)
+}
+
+// scoreVals serves the utilities of scores on demand (exact.Lazy).
+type scoreVals struct {
+	t    scoreTransform
+	s    []float64
+	sMax float64
+}
+
+func (v *scoreVals) Len() int         { return len(v.s) }
+func (v *scoreVals) At(i int) float64 { return v.t.ScoreUtility(v.s[i], v.sMax) }
+
+// SampleScores is Sample for the candidates whose scores are s (utility
+// Utility(s[i], ·): the transform does not read s_pub) followed by blocks,
+// for a plan that releases with the exact sampler: picks index [s...,
+// block members...] as Sample's do. It computes the scores' range in one
+// pass and hands the exact sampler a rigorous bound of the utilities
+// (exact.Sampler.TopKLazy), which evaluates only the candidates it
+// proposes when they all lie within one bucket (most lists at small
+// eps_p), and every utility otherwise. The distribution of the list is
+// Sample's. ok is false, and nothing is drawn, when the plan is not one
+// this applies to (not the exponential mechanism with the exact sampler,
+// an exact or lexicographic plan, a transform without bounds) or a score is
+// NaN; the caller then samples with Sample. When ok, every pick is random:
+// the list's Picks is its length.
+func (p *Plan) SampleScores(s []float64, blocks []mech.Block, k int, r *rand.Rand, dst []int) (picks []int, ok bool, err error) {
+	t, isScore := p.cfg.Transform.(scoreTransform)
+	if !isScore || p.lex || p.Exact() || p.cfg.Method != Exponential || !p.cfg.ExactSampler {
+		return dst[:0], false, nil
+	}
+	if len(s) == 0 {
+		return dst[:0], false, nil
+	}
+	// The scores' range (plain comparisons: the min and max builtins'
+	// NaN and signed-zero rules cost several times this loop).
+	lo, hi := s[0], s[0]
+	for _, x := range s {
+		if x < lo {
+			lo = x
+		} else if x > hi {
+			hi = x
+		} else if x != x {
+			return dst[:0], false, nil // NaN
+		}
+	}
+	if lo != lo || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		return dst[:0], false, nil
+	}
+	ex, err := exact.New(p.cfg.Eps, p.Delta, nil)
+	if err != nil {
+		return dst[:0], true, err
+	}
+	uLo, uHi := t.UtilityBounds(lo, hi, p.q.SMax)
+	picks, err = ex.TopKLazy(&scoreVals{t: t, s: s, sMax: p.q.SMax}, uLo, uHi, blocks, k, RandReader{r}, dst)
+	return picks, true, err
+}
+
 // RandReader makes a *rand.Rand an io.Reader for the exact sampler: the
 // bytes of successive Uint64 draws. Deployment generators are ChaCha8 keyed
 // by crypto/rand (randx.Crypto), so the stream is cryptographically strong;

@@ -469,6 +469,25 @@ func (m *Model) AppendUtilities(dst, s []float64, idx []int, sMax float64) []flo
 	return dst
 }
 
+// ScoreUtility is Utility(s, ·, sMax): the value AppendUtilities gives for
+// s (the utility does not read s_pub).
+func (m *Model) ScoreUtility(s, sMax float64) float64 { return m.Utility(s, 0, sMax) }
+
+// UtilityBounds returns lo <= ScoreUtility(s, sMax) <= hi for every finite
+// s in [sLo, sHi], rigorously for the floating-point evaluation
+// (transform.Table.RatioBounds), so a sampler can evaluate only the
+// candidates it proposes (calib.Plan.SampleScores).
+func (m *Model) UtilityBounds(sLo, sHi, sMax float64) (lo, hi float64) {
+	switch {
+	case m.f == nil:
+		return 0, 0
+	case sMax > 0:
+		return m.f.RatioBounds(sLo, sHi, sMax)
+	}
+	y := m.f.Eval(0) // every finite score maps to x = 0
+	return y, y
+}
+
 func ratio(s, sMax float64) float64 {
 	if !(sMax > 0) {
 		if s != s {

@@ -74,3 +74,11 @@ func GuaranteeTableLenForTest(r *Recommender) int {
 	}
 	return 0
 }
+
+// SetNoLazyForTest turns calib.Plan.SampleScores off in Sample (the
+// eager path) until the returned function restores it.
+func SetNoLazyForTest(off bool) (restore func()) {
+	old := noLazy
+	noLazy = off
+	return func() { noLazy = old }
+}

@@ -241,7 +241,7 @@ func (sm *Sampler) SampleList(eps float64, c list.Combine, in *ListInput, k int,
 	if err != nil {
 		return Outcome{}, err
 	}
-	ids, err := sm.mapPicks(&in.UserInput, lo.IDs, rng, nil)
+	ids, err := sm.mapPicks(&in.UserInput, lo.IDs, false, rng, nil)
 	if err != nil {
 		return Outcome{}, err
 	}

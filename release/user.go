@@ -60,27 +60,25 @@ type Sampler struct {
 	lscr  list.Scratch // SampleList
 }
 
+// noLazy turns SampleScores off (tests compare the two paths).
+var noLazy = false
+
 // Sample releases the plan's top-k list for one user from in, drawing every
 // random choice from rng. With in.Canonical the candidates are put in
 // ascending id order before sampling; members of the zero block are drawn uniformly (by
 // rejection when the block is a large share of the graph, so the work is
 // proportional to the user's wedges plus k, not to N; otherwise from the
 // ascending list), so the result is a function of (in, plan, k, rng state)
-// alone. At most min(k, candidates) ids are returned.
+// alone. At most min(k, candidates) ids are returned. Without
+// in.Canonical, a plan with the exact sampler computes only the utilities
+// of the candidates it proposes when it can (calib.Plan.SampleScores; the
+// same distribution, docs/SAMPLING.md).
 func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand) (Outcome, error) {
 	if k < 1 {
 		return Outcome{}, fmt.Errorf("release: k must be >= 1, got %d", k)
 	}
 	if len(in.S) != len(in.Cands) || len(in.Pub) != len(in.Cands) || in.Zero < 0 {
 		return Outcome{}, fmt.Errorf("release: malformed user input (%d candidates, %d scores, %d public scores, zero block %d)", len(in.Cands), len(in.S), len(in.Pub), in.Zero)
-	}
-	sm.idx = sm.ord.order(in.Cands, in.Canonical, sm.idx[:0])
-	sm.u.Vals = plan.AppendUtilities(sm.u.Vals[:0], in.S, in.Pub, sm.idx)
-	sm.pub = sm.pub[:0]
-	if plan.Lexicographic() { // only the lexicographic plan reads the public scores
-		for _, i := range sm.idx {
-			sm.pub = append(sm.pub, in.Pub[i])
-		}
 	}
 	sm.u.Blocks = sm.u.Blocks[:0]
 	if in.Zero > 0 {
@@ -92,18 +90,41 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 	if kk == 0 {
 		return out, nil
 	}
+	// The deployment sampler computes only the utilities of the candidates
+	// it proposes when it can (calib.Plan.SampleScores: the same
+	// distribution); the candidates then keep the scorer's order, which the
+	// distribution does not depend on, and every pick is random.
 	var err error
-	sm.picks, err = plan.SampleWithPub(&sm.u, sm.pub, kk, rng, sm.picks[:0])
-	if err != nil {
-		return out, err
+	ident := false // the picks index in.Cands directly (sm.idx is not built)
+	if !in.Canonical && !noLazy {
+		if sm.picks, ident, err = plan.SampleScores(in.S, sm.u.Blocks, kk, rng, sm.picks[:0]); err != nil {
+			return out, err
+		}
+		if ident {
+			out.Picks = len(sm.picks)
+		}
 	}
-	// What the list is charged for: every random pick, from invariant data
-	// only (0 when exact; for the lexicographic DPLP-pub plan, positions
-	// fixed by the public scores are free: calib.Plan.Picks).
-	if out.Picks, err = plan.Picks(&sm.u, sm.pub, kk); err != nil {
-		return out, err
+	if !ident {
+		sm.idx = sm.ord.order(in.Cands, in.Canonical, sm.idx[:0])
+		sm.u.Vals = plan.AppendUtilities(sm.u.Vals[:0], in.S, in.Pub, sm.idx)
+		sm.pub = sm.pub[:0]
+		if plan.Lexicographic() { // only the lexicographic plan reads the public scores
+			for _, i := range sm.idx {
+				sm.pub = append(sm.pub, in.Pub[i])
+			}
+		}
+		sm.picks, err = plan.SampleWithPub(&sm.u, sm.pub, kk, rng, sm.picks[:0])
+		if err != nil {
+			return out, err
+		}
+		// What the list is charged for: every random pick, from invariant data
+		// only (0 when exact; for the lexicographic DPLP-pub plan, positions
+		// fixed by the public scores are free: calib.Plan.Picks).
+		if out.Picks, err = plan.Picks(&sm.u, sm.pub, kk); err != nil {
+			return out, err
+		}
 	}
-	ids, err := sm.mapPicks(in, sm.picks, rng, out.IDs)
+	ids, err := sm.mapPicks(in, sm.picks, ident, rng, out.IDs)
 	out.IDs = ids
 	if err != nil {
 		return out, err
@@ -116,7 +137,8 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 var scanMax = 64
 
 // mapPicks appends to dst the node ids of picks, indexes into the
-// candidates in the order sm.idx (explicit ones, i < len(in.Cands)) or into
+// candidates in the order sm.idx, or in.Cands' own order with ident
+// (explicit ones, i < len(in.Cands)), or into
 // the zero block (i >= len(in.Cands)). Zero-block members are exchangeable
 // (equal utility, s = s_pub = 0), so any uniformly random injection of the
 // block picks into the block's members has the mechanism's distribution:
@@ -124,7 +146,7 @@ var scanMax = 64
 // (Zero x 8 < N) or cannot be tested (InZero nil), else rejection draws
 // through InZero from rng, after the mechanism's own draws. Per-pick and
 // list releases both map their picks here.
-func (sm *Sampler) mapPicks(in *UserInput, picks []int, rng *rand.Rand, dst []int32) ([]int32, error) {
+func (sm *Sampler) mapPicks(in *UserInput, picks []int, ident bool, rng *rand.Rand, dst []int32) ([]int32, error) {
 	nc := len(in.Cands)
 	blockPicks := 0
 	for _, p := range picks {
@@ -156,6 +178,8 @@ func (sm *Sampler) mapPicks(in *UserInput, picks []int, rng *rand.Rand, dst []in
 	start := len(dst)
 	for _, p := range picks {
 		switch {
+		case p < nc && ident:
+			dst = append(dst, in.Cands[p])
 		case p < nc:
 			dst = append(dst, in.Cands[sm.idx[p]])
 		case useList:

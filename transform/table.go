@@ -17,6 +17,7 @@ import (
 type Table struct {
 	v      []float64
 	margin float64 // rounding allowance added to Delta, see Delta
+	mag    float64 // the largest |T_i| (the ends: T is monotone)
 	// memo holds recent Delta results by dx (direct-mapped): a release
 	// calls Delta once per list, and dx = Delta_s(u)/S_max(u) takes few
 	// distinct values (both are counts, or counts times a constant), while
@@ -89,7 +90,7 @@ func newTable(v []float64) *Table {
 	// steepest slope); a generous multiple of both keeps every
 	// floating-point difference Eval(x+dx) - Eval(x) below Delta.
 	const eps = 0x1p-52
-	return &Table{v: v, margin: 16 * eps * (float64(m)*maxStep + mag), memo: new([deltaSlots]atomic.Pointer[deltaEntry])}
+	return &Table{v: v, margin: 16 * eps * (float64(m)*maxStep + mag), mag: mag, memo: new([deltaSlots]atomic.Pointer[deltaEntry])}
 }
 
 // Len returns the number of grid points.
@@ -112,13 +113,7 @@ func (t *Table) Eval(x float64) float64 {
 	if x >= 1 {
 		return v[m-1]
 	}
-	pos := x * float64(m-1)
-	i := int(pos)
-	if i >= m-1 {
-		return v[m-1]
-	}
-	f := pos - float64(i)
-	return v[i] + f*(v[i+1]-v[i])
+	return interp(v, x*float64(m-1))
 }
 
 // AppendRatios appends T(s[i]/den) to dst for every i in idx, in order: the
@@ -126,25 +121,53 @@ func (t *Table) Eval(x float64) float64 {
 // candidate of every released list). den must be > 0.
 func (t *Table) AppendRatios(dst []float64, s []float64, idx []int, den float64) []float64 {
 	v := t.v
-	last := len(v) - 1
 	for _, j := range idx {
-		x := s[j] / den
 		var y float64
-		switch {
-		case x > 0 && x < 1:
-			// Eval's interior case, the same arithmetic.
-			pos := x * float64(last)
-			if i := int(pos); i < last {
-				y = v[i] + (pos-float64(i))*(v[i+1]-v[i])
-			} else {
-				y = v[last]
-			}
-		default:
+		if x := s[j] / den; x > 0 && x < 1 {
+			y = interp(v, x*float64(len(v)-1)) // Eval's interior case inline
+		} else {
 			y = t.Eval(x)
 		}
 		dst = append(dst, y)
 	}
 	return dst
+}
+
+// Ratio is T(s/den), the value AppendRatios gives for s. den must be > 0.
+func (t *Table) Ratio(s, den float64) float64 {
+	if x := s / den; x > 0 && x < 1 {
+		return interp(t.v, x*float64(len(t.v)-1))
+	}
+	return t.Eval(s / den)
+}
+
+// interp is the linear interpolation of v at pos in [0, len(v)-1]: Eval's
+// arithmetic (pos - i is exact).
+func interp(v []float64, pos float64) float64 {
+	last := len(v) - 1
+	if i := int(pos); i < last {
+		return v[i] + (pos-float64(i))*(v[i+1]-v[i])
+	}
+	return v[last]
+}
+
+// RatioBounds returns lo and hi with lo <= Ratio(s, den) <= hi for every
+// s in [sLo, sHi] (finite, den > 0): Ratio at the ends, widened by pad =
+// max(2^-48 M, 2^-1000), M the largest |T_i|.
+//
+// Why that holds although floating-point interpolation is not exactly
+// monotone: x = s/den and pos = x(m-1) are correctly rounded, hence
+// non-decreasing in s, and pos - i is exact, so Ratio(s) is the exact
+// interpolant y*(pos) (non-decreasing, as the T_i are) up to the rounding of
+// the difference, the product and the sum: |Ratio(s) - y*(pos)| <= 6uM
+// with u = 2^-53 (the clamped cases are exact). For s in [sLo, sHi] then
+// Ratio(s) <= y*(pos(sHi)) + 6uM <= Ratio(sHi) + 12uM, and adding pad =
+// 32uM and rounding loses at most u(M + pad), which leaves more than 12uM;
+// symmetrically for lo. The 2^-1000 floor covers subnormal rounding.
+// TestRatioBounds checks it on random tables and scores.
+func (t *Table) RatioBounds(sLo, sHi, den float64) (lo, hi float64) {
+	pad := max(t.mag*0x1p-48, 0x1p-1000)
+	return t.Ratio(sLo, den) - pad, t.Ratio(sHi, den) + pad
 }
 
 // Delta returns the sensitivity of T for a change of at most dx in x:

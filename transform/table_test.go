@@ -243,3 +243,68 @@ func TestDeltaMemo(t *testing.T) {
 		t.Fatal(e)
 	}
 }
+
+// TestRatioBounds: every score in [sLo, sHi] has Ratio within
+// RatioBounds (random monotone tables with tiny, huge and zero steps,
+// negative values, scores around the grid points), and Ratio is what
+// AppendRatios gives.
+func TestRatioBounds(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		m := rapid.IntRange(2, 40).Draw(rt, "m")
+		scale := math.Ldexp(1, rapid.IntRange(-60, 60).Draw(rt, "exp"))
+		v := make([]float64, m)
+		v[0] = rapid.Float64Range(-1000, 1000).Draw(rt, "offset") * scale
+		for i := 1; i < m; i++ {
+			var step float64
+			switch rapid.IntRange(0, 3).Draw(rt, "kind") {
+			case 1:
+				step = rapid.Float64Range(0, 1e-13).Draw(rt, "tiny") * scale
+			case 2:
+				step = rapid.Float64Range(0, 100).Draw(rt, "big") * scale
+			case 3:
+				step = rapid.Float64Range(0, 1).Draw(rt, "small") * scale
+			}
+			v[i] = v[i-1] + step
+		}
+		tb, err := NewTable(v)
+		if err != nil {
+			rt.Skip(err)
+		}
+		den := rapid.Float64Range(1e-3, 1e3).Draw(rt, "den")
+		a := rapid.Float64Range(-0.1, 1.1).Draw(rt, "a") * den
+		b := rapid.Float64Range(-0.1, 1.1).Draw(rt, "b") * den
+		sLo, sHi := min(a, b), max(a, b)
+		lo, hi := tb.RatioBounds(sLo, sHi, den)
+		ss := []float64{sLo, sHi}
+		for range 50 {
+			ss = append(ss, sLo+rapid.Float64Range(0, 1).Draw(rt, "t")*(sHi-sLo))
+		}
+		// Scores next to the grid points, where rounding crosses segments.
+		for i := range m {
+			x := float64(i) / float64(m-1) * den
+			for _, s := range []float64{math.Nextafter(x, math.Inf(-1)), x, math.Nextafter(x, math.Inf(1))} {
+				if s >= sLo && s <= sHi {
+					ss = append(ss, s)
+				}
+			}
+		}
+		got := tb.AppendRatios(nil, ss, seq(len(ss)), den)
+		for i, s := range ss {
+			y := tb.Ratio(s, den)
+			if math.Float64bits(y) != math.Float64bits(got[i]) {
+				rt.Fatalf("Ratio(%v) = %v, AppendRatios %v", s, y, got[i])
+			}
+			if !(lo <= y && y <= hi) {
+				rt.Fatalf("Ratio(%v) = %v outside [%v, %v] for scores [%v, %v]", s, y, lo, hi, sLo, sHi)
+			}
+		}
+	})
+}
+
+func seq(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}

@@ -11,12 +11,15 @@ import (
 )
 
 // conversion lists the functions allowed to read float64 utilities: the
-// one-time conversion to grid integers (or order keys when Delta == 0).
-// Calls made from them are not followed.
-var conversion = map[string]bool{"toGrid": true, "orderKey": true, "gridAll": true, "keysAll": true, "newProbState": true}
+// one-time conversion to grid integers (or order keys when Delta == 0),
+// TopKLazy's bounds (it hands them to lazyBounds and samples in topKLazy)
+// and the conversion of a proposed lazy individual (lazyGrid). Calls made
+// from them are not followed.
+var conversion = map[string]bool{"toGrid": true, "orderKey": true, "gridAll": true, "keysAll": true, "newProbState": true,
+	"TopKLazy": true, "lazyBounds": true, "lazyGrid": true, "topKMaterialised": true}
 
 // TestNoFloatInSamplingPath parses the package and checks every function
-// reachable from TopK and ListProb (by name, conservatively: every function
+// reachable from TopK, topKLazy and ListProb (by name, conservatively: every function
 // or method of that name) except the conversion functions: no float32 or
 // float64 identifier, no floating-point literal, no use of package math,
 // and no read of a utility value (.Vals or .Val) other than len(x.Vals)
@@ -44,7 +47,7 @@ func TestNoFloatInSamplingPath(t *testing.T) {
 		}
 	}
 	reach := map[string]bool{}
-	queue := []string{"TopK", "ListProb"}
+	queue := []string{"TopK", "topKLazy", "ListProb"}
 	for len(queue) > 0 {
 		name := queue[0]
 		queue = queue[1:]
@@ -70,7 +73,7 @@ func TestNoFloatInSamplingPath(t *testing.T) {
 			})
 		}
 	}
-	for _, must := range []string{"TopK", "ListProb", "bernPow", "bernPowSlow", "accept", "below", "u64", "build", "member", "topExact", "probExact", "powBound", "mulQ"} {
+	for _, must := range []string{"TopK", "topKLazy", "draw", "ListProb", "bernPow", "bernPowSlow", "accept", "below", "u64", "build", "member", "topExact", "probExact", "powBound", "mulQ"} {
 		if !reach[must] {
 			t.Fatalf("%s not found on the sampling path: the call-graph walk is broken", must)
 		}

@@ -32,6 +32,53 @@ type workspace struct {
 	jc        int
 	ind       []int32 // remaining individuals (Delta == 0 path)
 	picks     []picked
+	// lazy is set while TopKLazy's individuals are all in bucket 0 as the
+	// identity order 0..n-1 with the swaps of released ones in lz (at most
+	// k entries), their grid values computed only when proposed.
+	lazy bool
+	lz   []lzSwap
+}
+
+// lzSwap is a position of the lazy identity order holding another
+// individual than its own.
+type lzSwap struct{ pos, ind int32 }
+
+// indAt is the individual at position p of w.idx (of the lazy order).
+func (w *workspace) indAt(p int) int32 {
+	if !w.lazy {
+		return w.idx[p]
+	}
+	for _, e := range w.lz {
+		if int(e.pos) == p {
+			return e.ind
+		}
+	}
+	return int32(p)
+}
+
+// setInd puts individual i at position p of w.idx (of the lazy order).
+func (w *workspace) setInd(p int, i int32) {
+	if !w.lazy {
+		w.idx[p] = i
+		return
+	}
+	for t, e := range w.lz {
+		if int(e.pos) == p {
+			w.lz[t].ind = i
+			return
+		}
+	}
+	w.lz = append(w.lz, lzSwap{int32(p), i})
+}
+
+// endLazy leaves the lazy order once no individual is left in it (bucket
+// 0 empty), so that rebase sees no individual.
+func (w *workspace) endLazy() {
+	w.lazy = false
+	w.lz = w.lz[:0]
+	w.idx = w.idx[:0]
+	w.icnt = [maxBuckets + 1]int{}
+	w.off = [maxBuckets + 1]int{}
 }
 
 var pool = sync.Pool{New: func() any { return new(workspace) }}
@@ -89,6 +136,7 @@ func (s *Sampler) TopK(u *mech.Utilities, k int, r io.Reader, dst []int) ([]int,
 	if k == 0 {
 		return dst, nil
 	}
+	w.lazy = false
 	w.picks = w.picks[:0]
 	w.brem = w.brem[:0]
 	w.bbase = w.bbase[:0]
@@ -115,6 +163,13 @@ func (s *Sampler) TopK(u *mech.Utilities, k int, r io.Reader, dst []int) ([]int,
 		w.tmp = append(w.tmp, int32(i))
 	}
 	s.build(w, w.tmp, mx, mn)
+	return s.draw(w, nil, u.Blocks, k, dst)
+}
+
+// draw runs the rounds on built buckets until dst holds k picks. With
+// lazy (TopKLazy) the individuals are all in bucket 0 and their grid
+// values are computed when proposed; otherwise they are w.gv.
+func (s *Sampler) draw(w *workspace, lazy Lazy, blocks []mech.Block, k int, dst []int) ([]int, error) {
 	rs := &w.src
 	for len(dst) < k {
 		j0 := 0
@@ -122,6 +177,10 @@ func (s *Sampler) TopK(u *mech.Utilities, k int, r io.Reader, dst []int) ([]int,
 			j0++
 		}
 		if j0 > 0 && 2*j0 >= w.jc {
+			if w.lazy {
+				// Bucket 0 held every individual: none is left.
+				w.endLazy()
+			}
 			s.rebase(w)
 			continue
 		}
@@ -138,7 +197,16 @@ func (s *Sampler) TopK(u *mech.Utilities, k int, r io.Reader, dst []int) ([]int,
 		m := int(v >> sh)
 		blk, d := -1, int64(0)
 		if m < w.icnt[j] {
-			d = w.mx - w.gv[w.idx[w.off[j]+m]]
+			i := w.indAt(w.off[j] + m)
+			if w.lazy {
+				g, err := s.lazyGrid(lazy, int(i), w.mx)
+				if err != nil {
+					return dst[:0], err
+				}
+				d = w.mx - g
+			} else {
+				d = w.mx - w.gv[i]
+			}
 		} else {
 			m -= w.icnt[j]
 			for _, b := range w.blist[w.bstart[j]:w.bstart[j+1]] {
@@ -160,11 +228,13 @@ func (s *Sampler) TopK(u *mech.Utilities, k int, r io.Reader, dst []int) ([]int,
 		if blk < 0 {
 			p := w.off[j] + m
 			last := w.off[j] + w.icnt[j] - 1
-			dst = append(dst, int(w.idx[p]))
-			w.idx[p], w.idx[last] = w.idx[last], w.idx[p]
+			ip, il := w.indAt(p), w.indAt(last)
+			dst = append(dst, int(ip))
+			w.setInd(p, il)
+			w.setInd(last, ip)
 			w.icnt[j]--
 		} else {
-			dst = append(dst, w.bbase[blk]+s.member(w, blk, u.Blocks[blk].Size))
+			dst = append(dst, w.bbase[blk]+s.member(w, blk, blocks[blk].Size))
 			w.brem[blk]--
 		}
 		w.cnt[j]--
@@ -322,6 +392,14 @@ func (s *Sampler) build(w *workspace, act []int32, mx, mn int64) {
 	} else {
 		s.bucketIndividuals(w, act, mx, capAt)
 	}
+	s.buildBlocks(w, mx)
+}
+
+// buildBlocks puts the blocks with members left in their buckets (by
+// distance to mx) and sets every bucket's envelope and the total, once the
+// individuals' counts are in w.cnt (build, TopKLazy).
+func (s *Sampler) buildBlocks(w *workspace, mx int64) {
+	jc := w.jc
 	w.bdv = append(w.bdv[:0], w.bgv...)
 	w.bstart = [maxBuckets + 2]int{}
 	nb := 0

@@ -1,0 +1,159 @@
+package exact
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/dplp/dplp/mech"
+)
+
+// sliceLazy serves a slice's values on demand and counts the calls.
+type sliceLazy struct {
+	vals  []float64
+	calls int
+}
+
+func (l *sliceLazy) Len() int { return len(l.vals) }
+func (l *sliceLazy) At(i int) float64 {
+	l.calls++
+	return l.vals[i]
+}
+
+// lazyCases are utilities whose individuals lie within one bucket width
+// (the lazy path) at their bounds.
+func lazyCases() []probCase {
+	// One bucket's width apart, weights differ by up to 2^s: a sampler
+	// that ignored the values would fail the chi-square test here.
+	s, _ := New(1, 1, nil)
+	w := float64(s.l) * s.GridStep()
+	return []probCase{
+		{"spread-over-a-bucket", 1, 1, nil, &mech.Utilities{Vals: []float64{0, 0.45 * w, 0.9 * w, 0.6 * w}, Blocks: []mech.Block{{Val: 0.2 * w, Size: 2}}}},
+		{"close-values-and-block", 0.1, 1, nil, &mech.Utilities{Vals: []float64{0.30, 0.31, 0.33, 0.35}, Blocks: []mech.Block{{Val: 0.2, Size: 3}}}},
+		{"block-above", 0.2, 1, nil, &mech.Utilities{Vals: []float64{-0.1, 0, 0.05}, Blocks: []mech.Block{{Val: 0.4, Size: 2}, {Val: -3, Size: 1}}}},
+		{"ties-negative", 0.05, 0.5, nil, &mech.Utilities{Vals: []float64{-1, -1, -0.99, -1.02, -1}}},
+	}
+}
+
+func bounds(vals []float64) (lo, hi float64) {
+	return slices.Min(vals), slices.Max(vals)
+}
+
+// TestTopKLazyChiSquare: the lazy path's lists follow ListProb, with
+// tight bounds and with hi above the largest value (a loose upper bound
+// is allowed: only efficiency depends on it).
+func TestTopKLazyChiSquare(t *testing.T) {
+	for ci, c := range lazyCases() {
+		s, err := New(c.eps, c.delta, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := bounds(c.u.Vals)
+		pads := []float64{0}
+		if c.name != "spread-over-a-bucket" {
+			pads = append(pads, s.GridStep()*float64(s.l)/2)
+		}
+		for pi, pad := range pads {
+			w := new(workspace)
+			if _, fits, err := s.lazyBounds(w, lo-pad, hi+pad/2, c.u.Blocks); err != nil || !fits {
+				t.Fatalf("%s pad %v: not the lazy path (fits %v, err %v)", c.name, pad, fits, err)
+			}
+			n := c.u.Len()
+			k := min(2, n)
+			lists := allLists(n, k)
+			index := map[[2]int]int{}
+			exp := make([]float64, len(lists))
+			for i, l := range lists {
+				index[[2]int{l[0], l[1]}] = i
+				p, _ := s.ListProb(c.u, l)
+				exp[i], _ = p.Float64()
+			}
+			obs := make([]int, len(lists))
+			r := reader(uint64(100 + 10*ci + pi))
+			lv := &sliceLazy{vals: c.u.Vals}
+			var dst []int
+			for range 40000 {
+				if dst, err = s.TopKLazy(lv, lo-pad, hi+pad/2, c.u.Blocks, k, r, dst); err != nil {
+					t.Fatal(err)
+				}
+				obs[index[[2]int{dst[0], dst[1]}]]++
+			}
+			if stat, df, pv := mech.ChiSquare(obs, exp); !(pv > 1e-4) {
+				t.Fatalf("%s pad %v: chi-square %.1f df %d p %.3g\nobs %v\nexp %v", c.name, pad, stat, df, pv, obs, exp)
+			}
+		}
+	}
+}
+
+// TestTopKLazyWideMatchesTopK: bounds wider than a bucket (or Delta == 0)
+// compute every value and give TopK's picks on the same stream.
+func TestTopKLazyWideMatchesTopK(t *testing.T) {
+	for ci, c := range probCases() {
+		s, err := New(c.eps, c.delta, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := bounds(c.u.Vals)
+		lo -= 1000 * float64(s.l) * max(s.GridStep(), 1)
+		n := c.u.Len()
+		for k := 1; k <= n; k++ {
+			ra, rb := reader(uint64(ci*50+k)), reader(uint64(ci*50+k))
+			for range 50 {
+				want, err1 := s.TopK(c.u, k, ra, nil)
+				got, err2 := s.TopKLazy(&sliceLazy{vals: c.u.Vals}, lo, hi, c.u.Blocks, k, rb, nil)
+				if err1 != nil || err2 != nil || !slices.Equal(got, want) {
+					t.Fatalf("%s k=%d: lazy %v (%v), TopK %v (%v)", c.name, k, got, err2, want, err1)
+				}
+			}
+		}
+	}
+}
+
+// TestTopKLazyFewValues: on the lazy path only proposed individuals are
+// computed, about two per pick, not every candidate.
+func TestTopKLazyFewValues(t *testing.T) {
+	s, err := New(0.1, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := make([]float64, 100000)
+	for i := range vals {
+		vals[i] = 0.5 + float64(i%97)*1e-4
+	}
+	lo, hi := bounds(vals)
+	r := reader(7)
+	lv := &sliceLazy{vals: vals}
+	const lists, k = 200, 30
+	for range lists {
+		got, err := s.TopKLazy(lv, lo, hi, []mech.Block{{Val: 0.4, Size: 1 << 20}}, k, r, nil)
+		if err != nil || len(got) != k {
+			t.Fatalf("%v %v", got, err)
+		}
+	}
+	// Each proposal of an individual computes one value; acceptance is
+	// above 1/2, so far fewer than 20 per pick even with the block.
+	if lv.calls > lists*k*20 {
+		t.Fatalf("%d values computed for %d picks", lv.calls, lists*k)
+	}
+}
+
+// TestTopKLazyBadBound is the negative control: a value above the
+// caller's hi would be accepted with a probability above 1; it is an
+// error instead.
+func TestTopKLazyBadBound(t *testing.T) {
+	s, err := New(0.1, 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lv := &sliceLazy{vals: []float64{0.9}}
+	_, err = s.TopKLazy(lv, 0.1, 0.2, nil, 1, reader(1), nil)
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a value above hi: err %v, want ErrInvalid", err)
+	}
+	for _, b := range [][2]float64{{1, 0}, {0, math.Inf(1)}, {math.NaN(), 1}} {
+		if _, err := s.TopKLazy(lv, b[0], b[1], nil, 1, reader(1), nil); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("bounds %v: err %v, want ErrInvalid", b, err)
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package release_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/mech"
+	"github.com/dplp/dplp/mech/exact"
+	"github.com/dplp/dplp/randx"
+	"github.com/dplp/dplp/release"
+	"github.com/dplp/dplp/score"
+)
+
+// TestSampleScoresDistribution: the deployment sampler's first pick, with
+// utilities computed only for proposed candidates (calib.Plan.SampleScores)
+// and with every utility computed (the eager path), follows the exact
+// probabilities of the exponential mechanism on the user's candidates
+// (exact.Sampler.ListProb; the zero block as one category).
+func TestSampleScoresDistribution(t *testing.T) {
+	g, p, m := fixture(t)
+	sc, err := score.New(g, p, score.AA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sc.NewWorker()
+	var r score.Result
+	u := int32(-1)
+	for v := range int32(g.N()) {
+		w.Score(v, &r)
+		if len(r.Cands) >= 20 && r.Zero > 0 && r.DeltaS > 0 {
+			u = v
+			break
+		}
+	}
+	if u < 0 {
+		t.Fatal("no user with 20 scored candidates")
+	}
+	// The model's transform: SampleScores applies to it.
+	mcfg := calib.Config{Method: calib.Exponential, Calibration: calib.Rigorous, Kind: score.AA, Eps: m.EpsP, Transform: m, ExactSampler: true}
+	mplan := mcfg.Plan(calib.QueryOf(&r))
+	if _, ok, err := mplan.SampleScores(r.S, []mech.Block{{Val: mplan.Utility(0, 0), Size: r.Zero}}, 1, randx.Seeded(1), nil); !ok || err != nil {
+		t.Fatalf("SampleScores does not apply to a model's plan (ok %v, err %v)", ok, err)
+	}
+	// A linear transform with eps chosen so that the candidates' utilities
+	// span about half a bucket of the exact sampler (weights up to about
+	// 1.6x apart), where a sampler that ignored them would fail.
+	lo, hi := slices.Min(r.S), slices.Max(r.S)
+	eps := r.DeltaS / (hi - lo)
+	cfg := calib.Config{Method: calib.Exponential, Calibration: calib.Rigorous, Kind: score.AA, Eps: eps, Transform: linT{}, ExactSampler: true}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	plan := cfg.Plan(calib.QueryOf(&r))
+	if plan.Exact() {
+		t.Fatal("an exact plan")
+	}
+	idx := make([]int, len(r.Cands))
+	for i := range idx {
+		idx[i] = i
+	}
+	uv := mech.Utilities{Vals: plan.AppendUtilities(nil, r.S, r.Pub, idx), Blocks: []mech.Block{{Val: plan.Utility(0, 0), Size: r.Zero}}}
+	ex, err := exact.New(eps, plan.Delta, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Categories: candidate i, then the zero block.
+	nc := len(r.Cands)
+	exp := make([]float64, nc+1)
+	for i := range nc + r.Zero {
+		pr, err := ex.ListProb(&uv, []int{i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := pr.Float64()
+		exp[min(i, nc)] += f
+	}
+	cat := map[int32]int{}
+	for i, c := range r.Cands {
+		cat[c] = i
+	}
+	for _, eager := range []bool{false, true} {
+		restore := release.SetNoLazyForTest(eager)
+		var sm release.Sampler
+		rng := randx.Seeded(11)
+		obs := make([]int, nc+1)
+		const draws = 200000
+		for range draws {
+			in := release.UserInput{N: g.N(), Cands: r.Cands, S: r.S, Pub: r.Pub, Zero: r.Zero, InZero: w.InZero, ZeroList: w.ZeroCands, DeltaS: r.DeltaS, SMax: r.SMax}
+			out, err := sm.Sample(&plan, &in, 1, rng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Picks != 1 || len(out.IDs) != 1 {
+				t.Fatalf("picks %d, ids %v", out.Picks, out.IDs)
+			}
+			if i, ok := cat[out.IDs[0]]; ok {
+				obs[i]++
+			} else if w.InZero(out.IDs[0]) {
+				obs[nc]++
+			} else {
+				t.Fatalf("released %d, neither a candidate nor in the zero block", out.IDs[0])
+			}
+		}
+		restore()
+		if stat, df, pv := mech.ChiSquare(obs, exp); !(pv > 1e-4) {
+			t.Fatalf("eager %v: chi-square %.1f df %d p %.3g\nobs %v\nexp %v", eager, stat, df, pv, obs, exp)
+		}
+	}
+}
+
+// linT is the utility 3s (its sensitivity 3 Delta_s), with exact bounds
+// (multiplication by a positive constant is monotone in floating point).
+type linT struct{}
+
+func (linT) Utility(s, _, _ float64) float64                    { return 3 * s }
+func (linT) Delta(ds, _ float64) float64                        { return 3 * ds }
+func (linT) ScoreUtility(s, _ float64) float64                  { return 3 * s }
+func (linT) UtilityBounds(lo, hi, _ float64) (float64, float64) { return 3 * lo, 3 * hi }
