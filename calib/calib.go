@@ -475,11 +475,7 @@ func (v *scoreVals) At(i int) float64 { return v.t.ScoreUtility(v.s[i], v.sMax) 
 // NaN; the caller then samples with Sample. When ok, every pick is random:
 // the list's Picks is its length.
 func (p *Plan) SampleScores(s []float64, blocks []mech.Block, k int, r *rand.Rand, dst []int) (picks []int, ok bool, err error) {
-	t, isScore := p.cfg.Transform.(scoreTransform)
-	if !isScore || p.lex || p.Exact() || p.cfg.Method != Exponential || !p.cfg.ExactSampler {
-		return dst[:0], false, nil
-	}
-	if len(s) == 0 {
+	if !p.scoresApply() || len(s) == 0 {
 		return dst[:0], false, nil
 	}
 	// The scores' range (plain comparisons: the min and max builtins'
@@ -494,16 +490,33 @@ func (p *Plan) SampleScores(s []float64, blocks []mech.Block, k int, r *rand.Ran
 			return dst[:0], false, nil // NaN
 		}
 	}
-	if lo != lo || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+	return p.SampleScoresIn(s, lo, hi, blocks, k, r, dst)
+}
+
+// SampleScoresIn is SampleScores for scores whose range is known: lo <= s[i]
+// <= hi for every i, all finite (score.Result's SLo and SHi), so no pass
+// over them is needed. A score outside the range can make the sampler
+// return an error; it never changes the distribution.
+func (p *Plan) SampleScoresIn(s []float64, lo, hi float64, blocks []mech.Block, k int, r *rand.Rand, dst []int) (picks []int, ok bool, err error) {
+	if !p.scoresApply() || len(s) == 0 || !(lo <= hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
 		return dst[:0], false, nil
 	}
 	ex, err := exact.New(p.cfg.Eps, p.Delta, nil)
 	if err != nil {
 		return dst[:0], true, err
 	}
+	t := p.cfg.Transform.(scoreTransform)
 	uLo, uHi := t.UtilityBounds(lo, hi, p.q.SMax)
 	picks, err = ex.TopKLazy(&scoreVals{t: t, s: s, sMax: p.q.SMax}, uLo, uHi, blocks, k, RandReader{r}, dst)
 	return picks, true, err
+}
+
+// scoresApply reports whether SampleScores applies to p: the exponential
+// mechanism with the exact sampler, noise, no lexicographic order, and a
+// transform of the score alone with bounds.
+func (p *Plan) scoresApply() bool {
+	_, isScore := p.cfg.Transform.(scoreTransform)
+	return isScore && !p.lex && !p.Exact() && p.cfg.Method == Exponential && p.cfg.ExactSampler
 }
 
 // RandReader makes a *rand.Rand an io.Reader for the exact sampler: the
@@ -511,6 +524,10 @@ func (p *Plan) SampleScores(s []float64, blocks []mech.Block, k int, r *rand.Ran
 // by crypto/rand (randx.Crypto), so the stream is cryptographically strong;
 // seeded runs stay reproducible.
 type RandReader struct{ R *rand.Rand }
+
+// Uint64 is the generator's next word: the exact sampler draws words
+// directly from a reader that has it (exact.Words), without the bytes.
+func (rr RandReader) Uint64() uint64 { return rr.R.Uint64() }
 
 // Read fills b from the generator; it never fails.
 func (rr RandReader) Read(b []byte) (int, error) {

@@ -10,5 +10,6 @@ import "github.com/dplp/dplp/score"
 // deployed Sampler through it.
 func InputOf(w *score.Worker, res *score.Result, n int, canonical bool) UserInput {
 	return UserInput{N: n, Cands: res.Cands, S: res.S, Pub: res.Pub, Zero: res.Zero,
-		InZero: w.InZero, ZeroList: w.ZeroCands, DeltaS: res.DeltaS, SMax: res.SMax, Canonical: canonical}
+		InZero: w.InZero, ZeroList: w.ZeroCands, DeltaS: res.DeltaS, SMax: res.SMax,
+		SRange: res.SRange, SLo: res.SLo, SHi: res.SHi, Canonical: canonical}
 }

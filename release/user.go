@@ -26,6 +26,11 @@ type UserInput struct {
 	ZeroList func(dst []int32) []int32 // ascending ids of the zero block (O(N) fallback)
 	DeltaS   float64
 	SMax     float64
+	// SRange says that SLo <= S[i] <= SHi for every i (score.Result's
+	// range, found as the scores were extracted); otherwise the sampler
+	// scans S for it when it needs it.
+	SRange   bool
+	SLo, SHi float64
 	// Canonical sorts the candidates by id before sampling, so the list is
 	// a function of the candidate set rather than of the scorer's
 	// enumeration order. Seeded runs need it (reproducible at any
@@ -97,7 +102,12 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 	var err error
 	ident := false // the picks index in.Cands directly (sm.idx is not built)
 	if !in.Canonical && !noLazy {
-		if sm.picks, ident, err = plan.SampleScores(in.S, sm.u.Blocks, kk, rng, sm.picks[:0]); err != nil {
+		if in.SRange {
+			sm.picks, ident, err = plan.SampleScoresIn(in.S, in.SLo, in.SHi, sm.u.Blocks, kk, rng, sm.picks[:0])
+		} else {
+			sm.picks, ident, err = plan.SampleScores(in.S, sm.u.Blocks, kk, rng, sm.picks[:0])
+		}
+		if err != nil {
 			return out, err
 		}
 		if ident {

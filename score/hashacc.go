@@ -1,6 +1,7 @@
 package score
 
 import (
+	"math"
 	"math/bits"
 	"slices"
 	"unsafe"
@@ -178,8 +179,8 @@ func addHashSums(tab []hslot, tch []int32, vs []int32, a, b float64, shift, gen 
 // the order they were taken.
 //
 //go:noinline
-func extractHash(cands []int32, sc, pub []float64, tab []hslot, slots []int32) int {
-	k := 0
+func extractHash(cands []int32, sc, pub []float64, tab []hslot, slots []int32) (k int, lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
 	for _, i := range slots {
 		x := tab[i]
 		if x.s < 0 {
@@ -189,8 +190,14 @@ func extractHash(cands []int32, sc, pub []float64, tab []hslot, slots []int32) i
 		sc[k] = x.s
 		pub[k] = x.p
 		k++
+		if x.s < lo {
+			lo = x.s
+		}
+		if x.s > hi {
+			hi = x.s
+		}
 	}
-	return k
+	return k, lo, hi
 }
 
 // extractHashJC is extractJC for the table: the counts are the slots' sums

@@ -73,6 +73,7 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 			w.Score(u, &got)
 			ref.Score(u, &want)
 			sameResult(t, k, &got, &want)
+			checkRange(t, k, &got)
 			if w.hashed != (kw.mode == accHash) {
 				t.Fatalf("%v u=%d: hashed %v with mode %d", k, u, w.hashed, kw.mode)
 			}
@@ -111,6 +112,18 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 				t.Fatalf("%v u=%d: ZeroCands lists %d nodes, want %d (Zero %d)", k, u, len(zc), len(zero), got.Zero)
 			}
 		}
+	}
+}
+
+// checkRange: an AA or RA result with candidates states its scores'
+// exact range, and a stated range is the smallest and largest score.
+func checkRange(t fataler, k Kind, r *Result) {
+	t.Helper()
+	if (k == AA || k == RA) && len(r.S) > 0 && !r.SRange {
+		t.Fatalf("%v u=%d: no range for %d scores", k, r.U, len(r.S))
+	}
+	if r.SRange && (len(r.S) == 0 || r.SLo != slices.Min(r.S) || r.SHi != slices.Max(r.S)) {
+		t.Fatalf("%v u=%d: range [%v, %v] of %d scores, want [min, max]", k, r.U, r.SLo, r.SHi, len(r.S))
 	}
 }
 
@@ -257,6 +270,7 @@ func TestKernelWideCounters(t *testing.T) {
 			w.Score(u, &got)
 			ref.Score(u, &want)
 			sameResult(t, k, &got, &want)
+			checkRange(t, k, &got)
 			for _, v := range []int32{0, 1, 2, 5, 999, 1001, int32(n - 2)} {
 				if v == u {
 					continue
@@ -377,6 +391,7 @@ func TestHashGenerationWrap(t *testing.T) {
 			w.Score(u, &got)
 			ref.Score(u, &want)
 			sameResult(t, k, &got, &want)
+			checkRange(t, k, &got)
 		}
 	}
 }

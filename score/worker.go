@@ -3,6 +3,7 @@ package score
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/bits"
 	"runtime"
 	"unsafe"
@@ -23,6 +24,11 @@ type Result struct {
 
 	DeltaS, SMax float64 // Scorer.Sensitivity(U)
 	Wedges       int64   // wedges enumerated (u -> z -> v), for benchmarks
+	// SRange reports that SLo and SHi are the smallest and largest of S
+	// (found as they were extracted: AA and RA; with Cands non-empty), so
+	// that a sampler needs no pass of its own.
+	SRange   bool
+	SLo, SHi float64
 }
 
 // NumCandidates is |C(u)| = N - 1 - deg(u).
@@ -463,10 +469,11 @@ func (w *Worker) sums(u int32, r *Result, size int) {
 	// of their sums (exact; a touched sum is > 0), skip negative sums, and
 	// flip them back so that At still reads their exact scores.
 	var k int
+	lo, hi := math.Inf(1), math.Inf(-1)
 	switch {
 	case tab == nil:
 		flipSums(acc, u, nbU)
-		k = extractSums(r.Cands, r.S, r.Pub, acc, tch[:nt])
+		k, lo, hi = extractSums(r.Cands, r.S, r.Pub, acc, tch[:nt])
 		flipSums(acc, u, nbU)
 	case s.kind == JC:
 		w.flipHash(u, nbU)
@@ -474,22 +481,23 @@ func (w *Worker) sums(u int32, r *Result, size int) {
 		w.flipHash(u, nbU)
 	default:
 		w.flipHash(u, nbU)
-		k = extractHash(r.Cands, r.S, r.Pub, tab, tch[:nt])
+		k, lo, hi = extractHash(r.Cands, r.S, r.Pub, tab, tch[:nt])
 		w.flipHash(u, nbU)
 	}
 	r.Cands, r.S, r.Pub = r.Cands[:k], r.S[:k], r.Pub[:k]
+	r.SRange, r.SLo, r.SHi = k > 0 && lo <= hi, lo, hi
 }
 
 // extractSums is extractCN for AA/RA: the nodes of vs with non-negative
 // sums.
 //
 //go:noinline
-func extractSums(cands []int32, sc, pub []float64, acc []accum, vs []int32) int {
+func extractSums(cands []int32, sc, pub []float64, acc []accum, vs []int32) (k int, lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
 	mask := len(acc) - 1
 	if mask < 0 {
-		return 0
+		return 0, lo, hi
 	}
-	k := 0
 	for _, v := range vs {
 		x := acc[int(v)&mask]
 		if x.s < 0 {
@@ -499,8 +507,14 @@ func extractSums(cands []int32, sc, pub []float64, acc []accum, vs []int32) int 
 		sc[k] = x.s
 		pub[k] = x.p
 		k++
+		if x.s < lo {
+			lo = x.s
+		}
+		if x.s > hi {
+			hi = x.s
+		}
 	}
-	return k
+	return k, lo, hi
 }
 
 // flipSums negates the sums of u and its neighbours nbU: sums' mark (and
