@@ -1,8 +1,11 @@
 package exact
 
 import (
+	"encoding/binary"
 	"errors"
+	"io"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -154,6 +157,46 @@ func TestTopKLazyBadBound(t *testing.T) {
 	for _, b := range [][2]float64{{1, 0}, {0, math.Inf(1)}, {math.NaN(), 1}} {
 		if _, err := s.TopKLazy(lv, b[0], b[1], nil, 1, reader(1), nil); !errors.Is(err, ErrInvalid) {
 			t.Fatalf("bounds %v: err %v, want ErrInvalid", b, err)
+		}
+	}
+}
+
+// leWords is a generator that is both Words and an io.Reader of its words
+// in little-endian bytes (as calib.RandReader); bytesOnly hides its Words.
+type leWords struct{ r *rand.ChaCha8 }
+
+func (l leWords) Uint64() uint64 { return l.r.Uint64() }
+func (l leWords) Read(b []byte) (int, error) {
+	for i := 0; i+8 <= len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], l.r.Uint64())
+	}
+	return len(b), nil
+}
+
+type bytesOnly struct{ io.Reader }
+
+// TestWordsMatchRead: a reader that is Words is drawn from word by word,
+// the same words in the same order as through Read (a first call, before
+// Read's buffer would drop its leftovers, gives the same picks).
+func TestWordsMatchRead(t *testing.T) {
+	for ci, c := range probCases() {
+		s, err := New(c.eps, c.delta, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := 1; k <= c.u.Len(); k++ {
+			for seed := range uint64(20) {
+				a := leWords{reader(uint64(ci)*1000 + seed)}
+				b := bytesOnly{leWords{reader(uint64(ci)*1000 + seed)}}
+				if _, ok := io.Reader(b).(Words); ok {
+					t.Fatal("bytesOnly is Words")
+				}
+				got, err1 := s.TopK(c.u, k, a, nil)
+				want, err2 := s.TopK(c.u, k, b, nil)
+				if err1 != nil || err2 != nil || !slices.Equal(got, want) {
+					t.Fatalf("%s k=%d seed %d: words %v (%v), bytes %v (%v)", c.name, k, seed, got, err1, want, err2)
+				}
+			}
 		}
 	}
 }

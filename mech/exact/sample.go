@@ -93,9 +93,11 @@ var pool = sync.Pool{New: func() any { return new(workspace) }}
 // the virtual concatenation [Vals..., block 0 members..., ...], exactly as
 // mech.ExpTopK returns them, and are written to dst[:0].
 //
-// Randomness: only uniform bits read from r (crypto/rand.Reader in
-// deployment; e.g. a math/rand/v2 ChaCha8 for reproducible tests), in
-// 512-byte reads. A read error is returned. Every probability decision is
+// Randomness: only uniform bits read from r (in deployment a ChaCha8
+// generator keyed by crypto/rand through calib.RandReader; crypto/rand.Reader
+// works too; a seeded math/rand/v2 ChaCha8 for reproducible tests), in
+// 512-byte reads, or word by word from a reader that is also Words. A
+// read error is returned. Every probability decision is
 // an exact comparison of uniform bits with integers or with rigorous
 // enclosures of dyadic rationals (no float64): the output distribution is
 // exactly the one above, which ListProb computes.
