@@ -11,6 +11,7 @@ import (
 
 	"github.com/dplp/dplp/ledger"
 	"github.com/dplp/dplp/release"
+	"github.com/dplp/dplp/score"
 )
 
 // preparingStore is a real ledger whose PrepareInfluence first waits until
@@ -29,6 +30,7 @@ type preparingStore struct {
 	prepared bool
 	early    bool // a charge before PrepareInfluence returned
 	charges  int
+	preps    int // PrepareInfluence calls
 	onLookup func(n int)
 }
 
@@ -62,6 +64,9 @@ func (s *preparingStore) ChargeBatch(ctx context.Context, rs []ledger.Release, c
 }
 
 func (s *preparingStore) PrepareInfluence(ctx context.Context, b *ledger.Blocks) error {
+	s.mu.Lock()
+	s.preps++
+	s.mu.Unlock()
 	select {
 	case <-s.reached:
 	case <-ctx.Done():
@@ -261,5 +266,92 @@ func TestOneWindowMatchesPipeline(t *testing.T) {
 	cancel()
 	if err := rec.Stream(cctx, users[:3], 6, func(int, release.Result) error { return errors.New("emitted after cancel") }); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled one-window stream: %v", err)
+	}
+}
+
+// A recording started before New (StartPreparation, WithPreparation) is
+// what Stream waits for: it samples windows meanwhile, charges none before
+// the recording ends, does not record the blocks again, and releases the
+// same seeded lists as a Recommender without it.
+func TestPreparationStartedEarly(t *testing.T) {
+	defer release.SetPrepareMinForTest(1)()
+	g, p, m := fixture(t)
+	var users []int32
+	for len(users) < 3*4096 {
+		users = append(users, allUsers(g)...)
+	}
+	lists := func(rec *release.Recommender) [][]string {
+		var out [][]string
+		err := rec.Stream(context.Background(), users, 5, func(_ int, r release.Result) error {
+			if r.Err != nil {
+				return r.Err
+			}
+			out = append(out, r.List)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	plain, err := release.New(m, g, p, release.WithStore(openStore(t)), release.WithSeed(9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := lists(plain)
+
+	st := newPreparingStore(t, 2, nil) // the recording waits for two windows' lookups
+	pr := release.StartPreparation(context.Background(), st, g, p, score.AA, len(users))
+	if pr == nil {
+		t.Fatal("no preparation for a batch of the whole graph")
+	}
+	rec, err := release.New(m, g, p, release.WithStore(st), release.WithSeed(9), release.WithPreparation(pr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := lists(rec)
+	if err := pr.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if st.early || st.preps != 1 {
+		t.Fatalf("charged before the recording ended %v, recordings %d (want 1)", st.early, st.preps)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d lists, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			t.Fatalf("list %d: %v with the early recording, %v without", i, got[i], want[i])
+		}
+	}
+	// A later batch does not record again.
+	lists(rec)
+	if st.preps != 1 {
+		t.Fatalf("%d recordings after a second batch", st.preps)
+	}
+}
+
+// New refuses a preparation made for another store or graph; a batch
+// that records nothing first has no preparation.
+func TestPreparationMismatch(t *testing.T) {
+	defer release.SetPrepareMinForTest(1)()
+	g, p, m := fixture(t)
+	st := openStore(t)
+	pr := release.StartPreparation(context.Background(), st, g, p, score.AA, g.N())
+	if pr == nil {
+		t.Fatal("no preparation")
+	}
+	defer pr.Wait()
+	if _, err := release.New(m, g, p, release.WithStore(openStore(t)), release.WithPreparation(pr)); err == nil {
+		t.Fatal("a preparation for another store was accepted")
+	}
+	if other := release.StartPreparation(context.Background(), st, g, p, score.AA, g.N()/2-1); other != nil {
+		t.Fatal("a preparation for less than half of the graph")
+	}
+	if release.StartPreparation(context.Background(), nil, g, p, score.AA, g.N()) != nil {
+		t.Fatal("a preparation without a store")
+	}
+	if release.StartPreparation(context.Background(), st, g, p, score.JC, g.N()) != nil {
+		t.Fatal("a preparation for a score without influence blocks")
 	}
 }

@@ -122,6 +122,9 @@ type Recommender struct {
 	dict    *InfluenceDict
 	// noExposure: do not attach influence sets to releases (WithExposure).
 	noExposure bool
+	// prepd is the influence recording started before New
+	// (WithPreparation), or nil.
+	prepd      *Preparation
 	sampler    string // SamplerAuto ("" too), SamplerExact or SamplerFloat
 	uncharged  bool   // WithoutLedger
 	infl       influence
@@ -205,6 +208,12 @@ func newRecommender(cfg calib.Config, id, scoreName string, g *graph.Graph, p *p
 	r.cfg = cfg
 	if err := r.cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if r.prepd != nil {
+		if err := r.usePreparation(); err != nil {
+			return nil, err
+		}
+		return r, nil
 	}
 	if r.dict == nil {
 		r.dict = NewInfluenceDict(g)

@@ -250,11 +250,7 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 	// ahead, with one worker (two starved the recording), up to
 	// readyWindows of them.
 	ready0 := readyWindows(len(users), batch)
-	var prep chan error
-	if r.preparesInfluence(len(users)) {
-		prep = make(chan error, 1)
-		go func() { prep <- r.prepareInfluence(pctx, len(users)) }()
-	}
+	prep := r.preparation(pctx, len(users)) // nil when nothing is recorded first
 	defer func() {
 		if len(queue) > 0 || prep != nil { // an error left work in flight: wait for it
 			cancel()
@@ -527,13 +523,19 @@ var prepareMin = 1 << 16 // a variable for tests
 // large, covers at least half the graph, records exposure with blocks (CN,
 // AA, RA) and the store can.
 func (r *Recommender) preparesInfluence(n int) bool {
-	if r.store == nil || r.noExposure || n < prepareMin || 2*n < r.g.N() {
+	return !r.noExposure && preparesFor(r.store, r.g, r.infl.kind, n)
+}
+
+// preparesFor is preparesInfluence without the Recommender: a batch of n
+// users of g with score kind k and store st (exposure tracking on).
+func preparesFor(st Store, g *graph.Graph, k score.Kind, n int) bool {
+	if st == nil || n < prepareMin || 2*n < g.N() {
 		return false
 	}
-	if k := r.infl.kind; k != score.CN && k != score.AA && k != score.RA {
+	if k != score.CN && k != score.AA && k != score.RA {
 		return false
 	}
-	_, ok := r.store.(influencePreparer)
+	_, ok := st.(influencePreparer)
 	return ok
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/dplp/dplp/model"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/release"
+	"github.com/dplp/dplp/score"
 	"github.com/spf13/cobra"
 )
 
@@ -191,7 +192,21 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer st.Close()
-	rec, scName, err := o.recommender(cmd, st, m, g, prot)
+	// A batch over most of the graph has the ledger record every influence
+	// block first: started now, that runs while the scorer is fitted. It is
+	// stopped and waited for before the store closes.
+	var prepd *release.Preparation
+	if k, err := score.ParseKind(m.Score); err == nil && o.exposure {
+		pctx, cancel := context.WithCancel(ctx)
+		prepd = release.StartPreparation(pctx, st, g, prot, k, len(users))
+		defer func() {
+			cancel()
+			if prepd != nil {
+				prepd.Wait()
+			}
+		}()
+	}
+	rec, scName, err := o.recommender(cmd, st, m, g, prot, prepd)
 	if err != nil {
 		return err
 	}
@@ -221,7 +236,7 @@ func (o *recOptions) run(cmd *cobra.Command) error {
 // recommender builds the release path for m on g: the ledger store and its
 // caps, the noise seed, the sampler and the model's scorer fitted on g. It
 // also returns the scorer's name.
-func (o *recOptions) recommender(cmd *cobra.Command, st ledger.Store, m *model.Model, g *graph.Graph, prot *protect.Set) (*release.Recommender, string, error) {
+func (o *recOptions) recommender(cmd *cobra.Command, st ledger.Store, m *model.Model, g *graph.Graph, prot *protect.Set, prepd *release.Preparation) (*release.Recommender, string, error) {
 	rhoCap, err := parseApproxCap(o.budgetApprox)
 	if err != nil {
 		return nil, "", err
@@ -239,6 +254,9 @@ func (o *recOptions) recommender(cmd *cobra.Command, st ledger.Store, m *model.M
 		return nil, "", fmt.Errorf("%s: %w", o.modelPath, err)
 	}
 	opts = append(opts, release.WithScorer(sc))
+	if prepd != nil {
+		opts = append(opts, release.WithPreparation(prepd))
+	}
 	rec, err := release.New(m, g, prot, opts...)
 	if err != nil {
 		return nil, "", err
