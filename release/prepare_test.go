@@ -175,10 +175,10 @@ func TestStreamSamplesWhilePreparing(t *testing.T) {
 }
 
 // The backlog kept while the blocks are recorded is about one list in 64,
-// between 8 and 32 windows of 4,096.
+// between 24 and 32 windows of 4,096.
 func TestReadyWindows(t *testing.T) {
 	for _, c := range []struct{ n, want int }{
-		{0, 8}, {65536, 8}, {1_000_000, 8}, {2_097_152, 8}, {2_359_295, 8}, {2_359_296, 9}, {5_000_000, 19}, {8_388_608, 32}, {10_000_000, 32}, {1 << 31, 32},
+		{0, 24}, {65536, 24}, {1_000_000, 24}, {5_000_000, 24}, {6_553_599, 24}, {6_553_600, 25}, {8_388_607, 31}, {8_388_608, 32}, {10_000_000, 32}, {1 << 31, 32},
 	} {
 		if got := release.ReadyWindowsForTest(c.n); got != c.want {
 			t.Errorf("%d users: %d windows, want %d", c.n, got, c.want)
