@@ -427,3 +427,30 @@ func TestAutoHashLargeGraph(t *testing.T) {
 		t.Fatal("no query used the table on a graph above the threshold")
 	}
 }
+
+// TestRangeNotStale: a Result scored by AA and then by a path that does
+// not find the range (CN's dense counters, PA) does not keep AA's range.
+func TestRangeNotStale(t *testing.T) {
+	g := barabasiAlbert(t, 300, 3, 7)
+	p, err := protect.Synthetic(g, 0.3, 0, randx.Seeded(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Result
+	for _, k := range []Kind{CN, PA} {
+		aa, err := New(g, p, AA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := New(g, p, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		aa.NewWorker().Score(1, &r)
+		if !r.SRange {
+			t.Fatal("AA found no range")
+		}
+		other.NewWorker().Score(1, &r)
+		checkRange(t, k, &r)
+	}
+}

@@ -122,6 +122,7 @@ func (w *Worker) Score(u int32, r *Result) {
 	r.Cands, r.S, r.Pub = r.Cands[:0], r.S[:0], r.Pub[:0]
 	r.DeltaS, r.SMax = s.Sensitivity(u)
 	r.Wedges = 0
+	r.SRange = false // set by the paths that find the range
 	switch s.kind {
 	case CN, JC:
 		if ok, size := w.useHash(nbU); ok {
