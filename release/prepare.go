@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dplp/dplp/graph"
+	"github.com/dplp/dplp/internal/par"
 	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/score"
 )
@@ -18,8 +19,9 @@ import (
 // labels of their members, before its first charge (Stream; docs/SCALE.md).
 // That is mostly one core's SQL inserts, and it needs only the graph, the
 // marks, the score kind and the store. Started early, it overlaps the
-// scorer's sensitivity pass, which keeps both cores busy, instead of
-// leaving a core with little to do while Stream waits for it.
+// scorer's sensitivity pass instead of leaving a core with little to do
+// while Stream waits for it; while it runs it holds a core of its own
+// (par.Reserve), so the pass runs on the others.
 type Preparation struct {
 	infl  influence
 	store Store
@@ -43,8 +45,13 @@ func StartPreparation(ctx context.Context, st Store, g *graph.Graph, p *protect.
 		return nil
 	}
 	pr := &Preparation{infl: newInfluence(g, p, k, NewInfluenceDict(g)), store: st, done: make(chan struct{})}
+	// The recording is mostly one goroutine's SQL: it holds a core of its
+	// own (par.Reserve), so the scorer's sensitivity pass beside it runs on
+	// the others and both end about together.
+	release := par.Reserve()
 	go func() {
 		defer close(pr.done)
+		defer release()
 		if err := st.(influencePreparer).PrepareInfluence(ctx, pr.infl.blockSet()); err != nil {
 			pr.err = fmt.Errorf("release: %w", err)
 		}

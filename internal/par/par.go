@@ -16,9 +16,31 @@ import (
 	"sync/atomic"
 )
 
-// Options tune Run; the zero value is GOMAXPROCS workers, chunks of 1.
+// reserved counts the cores that background tasks hold (Reserve).
+var reserved atomic.Int32
+
+// Reserve takes one core out of Run's default worker count until release
+// is called: a long task of one goroutine running beside parallel work
+// (the ledger's recording of the influence blocks beside the scorer's
+// sensitivity pass) then gets a core of its own instead of a third of two,
+// and the parallel work ends when it does rather than before it. Defaults
+// never fall below one worker; explicit Options.Workers are unchanged.
+// release is idempotent.
+func Reserve() (release func()) {
+	reserved.Add(1)
+	var once sync.Once
+	return func() { once.Do(func() { reserved.Add(-1) }) }
+}
+
+// DefaultWorkers is Run's worker count for Options.Workers = 0: GOMAXPROCS
+// less the reserved cores, at least 1.
+func DefaultWorkers() int {
+	return max(1, runtime.GOMAXPROCS(0)-int(reserved.Load()))
+}
+
+// Options tune Run; the zero value is DefaultWorkers workers, chunks of 1.
 type Options struct {
-	Workers int // at most this many goroutines (0: GOMAXPROCS)
+	Workers int // at most this many goroutines (0: DefaultWorkers)
 	Chunk   int // items taken at a time (0: 1)
 	// MinPerWorker, when > 0, limits workers to n/MinPerWorker (at least
 	// one), so tiny inputs do not start goroutines for nothing.
@@ -44,7 +66,7 @@ func Run[S any](ctx context.Context, n int, opt Options, newState func(worker in
 	}
 	workers := opt.Workers
 	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
+		workers = DefaultWorkers()
 	}
 	if opt.MinPerWorker > 0 {
 		workers = min(workers, max(1, n/opt.MinPerWorker))

@@ -141,3 +141,35 @@ func TestTeam(t *testing.T) {
 		t.Fatalf("cancelled: err %v, ran %d", err, ran)
 	}
 }
+
+// Reserve takes a core out of the default worker count while held, never
+// below one worker; release is idempotent; explicit Workers are kept.
+func TestReserve(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(3))
+	if got := DefaultWorkers(); got != 3 {
+		t.Fatalf("%d default workers, want 3", got)
+	}
+	r1 := Reserve()
+	if got := DefaultWorkers(); got != 2 {
+		t.Fatalf("%d default workers with a core reserved, want 2", got)
+	}
+	var states atomic.Int32
+	_ = Run(context.Background(), 1000, Options{}, func(int) struct{} { states.Add(1); return struct{}{} }, func(struct{}, int) error { return nil })
+	if states.Load() > 2 {
+		t.Fatalf("Run started %d workers with a core reserved", states.Load())
+	}
+	r2, r3 := Reserve(), Reserve()
+	if got := DefaultWorkers(); got != 1 {
+		t.Fatalf("%d default workers with every core reserved, want 1", got)
+	}
+	r3()
+	r3()
+	r2()
+	if got := DefaultWorkers(); got != 2 {
+		t.Fatalf("%d default workers after a double release, want 2", got)
+	}
+	r1()
+	if got := DefaultWorkers(); got != 3 {
+		t.Fatalf("%d default workers after every release, want 3", got)
+	}
+}
