@@ -181,20 +181,27 @@ func TestListLogProbs(t *testing.T) {
 	}
 }
 
+// listDist is the exact distribution (ListProb) of the ordered lists of
+// length k = min(2, u.Len()) of u under s, each list indexed by its first
+// and last pick.
+func listDist(s *Sampler, u *mech.Utilities) (k int, index map[[2]int]int, exp []float64) {
+	k = min(2, u.Len())
+	lists := allLists(u.Len(), k)
+	index = map[[2]int]int{}
+	exp = make([]float64, len(lists))
+	for i, l := range lists {
+		index[[2]int{l[0], l[len(l)-1]}] = i
+		p, _ := s.ListProb(u, l)
+		exp[i], _ = p.Float64()
+	}
+	return k, index, exp
+}
+
 func TestChiSquare(t *testing.T) {
 	for ci, c := range probCases() {
 		s, _ := New(c.eps, c.delta, c.opts)
-		n := c.u.Len()
-		k := min(2, n)
-		lists := allLists(n, k)
-		index := map[[2]int]int{}
-		exp := make([]float64, len(lists))
-		for i, l := range lists {
-			index[[2]int{l[0], l[len(l)-1]}] = i
-			p, _ := s.ListProb(c.u, l)
-			exp[i], _ = p.Float64()
-		}
-		obs := make([]int, len(lists))
+		k, index, exp := listDist(s, c.u)
+		obs := make([]int, len(exp))
 		r := reader(uint64(ci + 1))
 		var dst []int
 		const samples = 40000
