@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -630,12 +631,12 @@ func rowOf(r *Release, e encoded, set []byte, v schemaLevel) releaseRow {
 // insertReleases records rows in multi-row statements: one statement per
 // release cost as much as the row itself. verb is insertVerb's.
 func insertReleases(ctx context.Context, q querier, verb string, rows []releaseRow, v schemaLevel) error {
-	cols, n := "id, user_id, model, k, list, eps_p, cost, rho, seeded, idem_key, created, influencers, folded, unit, party_cost, infl_ids", 16
+	cols := []string{"id", "user_id", "model", "k", "list", "eps_p", "cost", "rho", "seeded", "idem_key", "created", "influencers", "folded", "unit", "party_cost", "infl_ids"}
 	if !v.hasLabels() {
-		cols, n = strings.TrimSuffix(cols, ", infl_ids"), n-1
+		cols = cols[:len(cols)-1]
 	}
 	if !v.hasParty() {
-		cols, n = strings.TrimSuffix(cols, ", party_cost"), n-1
+		cols = cols[:len(cols)-1]
 	}
 	if !v.hasUnit() {
 		// A store before the unit column (tests at older schemas) takes
@@ -645,9 +646,9 @@ func insertReleases(ctx context.Context, q querier, verb string, rows []releaseR
 				return fmt.Errorf("ledger: %w: a %v-unit release in a store at a schema before version %d", ErrInvalid, r.unit, unitSchema)
 			}
 		}
-		cols, n = strings.TrimSuffix(cols, ", unit"), n-1
+		cols = cols[:len(cols)-1]
 	}
-	return execRows(ctx, q, len(rows), n, verb+"releases ("+cols+") VALUES ", "",
+	return execRows(ctx, q, len(rows), verb+"releases", cols, "",
 		func(j int, args []any) []any {
 			r := &rows[j]
 			var idem any
@@ -685,14 +686,14 @@ func writeSpends(ctx context.Context, q querier, verb string, users []string, sp
 		}
 	}
 	if !v.hasParty() {
-		return execRows(ctx, q, len(dirty), 5, verb+"spend (user_id, spent, rho, releases, seeded) VALUES ",
+		return execRows(ctx, q, len(dirty), verb+"spend", []string{"user_id", "spent", "rho", "releases", "seeded"},
 			" ON CONFLICT (user_id) DO UPDATE SET spent = excluded.spent, rho = excluded.rho, releases = excluded.releases, seeded = excluded.seeded",
 			func(i int, args []any) []any {
 				sp := spends[dirty[i]]
 				return append(args, dirty[i], sp.spent, sp.rho, sp.releases, sp.seeded)
 			})
 	}
-	return execRows(ctx, q, len(dirty), 7, verb+"spend (user_id, spent, rho, releases, seeded, party_spent, party_unbounded) VALUES ",
+	return execRows(ctx, q, len(dirty), verb+"spend", []string{"user_id", "spent", "rho", "releases", "seeded", "party_spent", "party_unbounded"},
 		" ON CONFLICT (user_id) DO UPDATE SET spent = excluded.spent, rho = excluded.rho, releases = excluded.releases, seeded = excluded.seeded, party_spent = excluded.party_spent, party_unbounded = excluded.party_unbounded",
 		func(i int, args []any) []any {
 			sp := spends[dirty[i]]
@@ -700,23 +701,123 @@ func writeSpends(ctx context.Context, q querier, verb string, users []string, sp
 		})
 }
 
-// execRows runs head + "(?, ...), (?, ...)" + tail for rows [0, n), width
-// parameters per row, in chunks of at most chargeChunk parameters; row
-// appends row i's parameters to args.
-func execRows(ctx context.Context, q querier, n, width int, head, tail string, row func(i int, args []any) []any) error {
-	tuple := "(?" + strings.Repeat(", ?", width-1) + ")"
-	per := max(1, chargeChunk/width)
+// execRows runs into + " (cols) VALUES (...), (...)" + tail for rows
+// [0, n), a value per column, in statements of at most chargeChunk
+// parameters; row appends row i's values to args, in the order of cols.
+//
+// A column whose value is the same in every row (a batch's model, k, costs,
+// time, unit and key, usually) is bound once per statement: binding a
+// parameter is most of the driver's work per row. Such columns come first
+// in the statement's column list and are numbered (?1 .. ?S) in every
+// tuple; the others are plain placeholders, which SQLite numbers from S+1
+// on (one more than the largest number so far) and PostgreSQL's rebind
+// alike. The rows written are the same (TestExecRowsShared). Values are the
+// same when they have the same type and value (float64 bit for bit);
+// []byte values are never shared.
+func execRows(ctx context.Context, q querier, n int, into string, cols []string, tail string, row func(i int, args []any) []any) error {
+	if n == 0 {
+		return nil
+	}
+	width := len(cols)
+	all := make([]any, 0, n*width)
+	for i := range n {
+		all = row(i, all)
+		if len(all) != (i+1)*width {
+			return fmt.Errorf("ledger: %s: row %d has %d values, want %d", strings.TrimSpace(into), i, len(all)-i*width, width)
+		}
+	}
+	// The columns in statement order: the shared ones, then the others.
+	var order, rest []int
+	var shared []any
+	for c := range width {
+		if n > 1 && sameInEveryRow(all, width, c) {
+			order = append(order, c)
+			shared = append(shared, all[c])
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	ns := len(shared)
+	order = append(order, rest...)
+	var sb strings.Builder
+	sb.WriteString(into)
+	sb.WriteString(" (")
+	for j, c := range order {
+		if j > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(cols[c])
+	}
+	sb.WriteString(") VALUES ")
+	prefix := sb.String()
+	// The tuple: ?1 .. ?S, then a plain ? per other column.
+	sb.Reset()
+	sb.WriteByte('(')
+	for j := range order {
+		if j > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteByte('?')
+		if j < ns {
+			sb.WriteString(strconv.Itoa(j + 1))
+		}
+	}
+	sb.WriteByte(')')
+	tuple := sb.String()
+	per := max(1, (chargeChunk-ns)/max(1, width-ns))
+	per = min(per, chargeChunk)
 	for lo := 0; lo < n; lo += per {
 		hi := min(lo+per, n)
-		args := make([]any, 0, width*(hi-lo))
+		args := make([]any, 0, ns+(hi-lo)*(width-ns))
+		args = append(args, shared...)
 		for i := lo; i < hi; i++ {
-			args = row(i, args)
+			for _, c := range rest {
+				args = append(args, all[i*width+c])
+			}
 		}
-		if err := q.exec(ctx, head+tuple+strings.Repeat(", "+tuple, hi-lo-1)+tail, args...); err != nil {
+		if err := q.exec(ctx, prefix+tuple+strings.Repeat(", "+tuple, hi-lo-1)+tail, args...); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sameInEveryRow reports whether column c of the rows in all (width values
+// each) holds one value: the same type and value, float64 bit for bit, nil
+// as nil; never for other types ([]byte included).
+func sameInEveryRow(all []any, width, c int) bool {
+	first := all[c]
+	for j := c + width; j < len(all); j += width {
+		if !sameArg(first, all[j]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameArg reports whether a and b are the same parameter value (see
+// sameInEveryRow).
+func sameArg(a, b any) bool {
+	switch x := a.(type) {
+	case nil:
+		return b == nil
+	case string:
+		y, ok := b.(string)
+		return ok && x == y
+	case int64:
+		y, ok := b.(int64)
+		return ok && x == y
+	case int:
+		y, ok := b.(int)
+		return ok && x == y
+	case bool:
+		y, ok := b.(bool)
+		return ok && x == y
+	case float64:
+		y, ok := b.(float64)
+		return ok && math.Float64bits(x) == math.Float64bits(y)
+	}
+	return false
 }
 
 // preload reads every label id and block digest into the handle's caches

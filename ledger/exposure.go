@@ -301,7 +301,7 @@ func splitPlain(raw string, fn func(string)) (int, bool) {
 // multi-row upsert per chunk) and marks the releases ids folded.
 func applyFold(ctx context.Context, q querier, ids []int64, expo *foldAcc) error {
 	parties, sums := expo.sorted()
-	err := execRows(ctx, q, len(parties), 3, "INSERT INTO exposure (party, eps, rho) VALUES ",
+	err := execRows(ctx, q, len(parties), "INSERT INTO exposure", []string{"party", "eps", "rho"},
 		" ON CONFLICT (party) DO UPDATE SET eps = exposure.eps + excluded.eps, rho = exposure.rho + excluded.rho",
 		func(i int, args []any) []any {
 			return append(args, parties[i], sums[i][0], sums[i][1])

@@ -283,21 +283,36 @@ type pgConn interface {
 
 type pgQ struct{ c pgConn }
 
-// rebind turns '?' placeholders into $1, $2, ... (the shared SQL has no
-// literal '?').
+// rebind turns SQLite's placeholders into PostgreSQL's: a numbered one ?N
+// into $N, a plain ? into $M with M one more than the largest number so far,
+// as SQLite numbers it (execRows puts ?1 .. ?S before any plain one; the
+// shared SQL has no literal '?').
 func rebind(q string) string {
 	if !strings.Contains(q, "?") {
 		return q
 	}
 	var sb strings.Builder
+	sb.Grow(len(q) + len(q)/8)
 	n := 0
-	for _, r := range q {
-		if r == '?' {
-			n++
-			sb.WriteString("$" + strconv.Itoa(n))
+	for i := 0; i < len(q); i++ {
+		if q[i] != '?' {
+			sb.WriteByte(q[i])
 			continue
 		}
-		sb.WriteRune(r)
+		sb.WriteByte('$')
+		j := i + 1
+		for j < len(q) && q[j] >= '0' && q[j] <= '9' {
+			j++
+		}
+		if j > i+1 { // ?N
+			k, _ := strconv.Atoi(q[i+1 : j])
+			n = max(n, k)
+			sb.WriteString(q[i+1 : j])
+			i = j - 1
+			continue
+		}
+		n++
+		sb.WriteString(strconv.Itoa(n))
 	}
 	return sb.String()
 }
