@@ -235,6 +235,37 @@ func (w *Worker) hfind(v int32) *hslot {
 	}
 }
 
+// markNeighbours gives every neighbour in nbU without a slot in the table
+// of generation gen (nt slots taken) a slot with zero sums, not listed in
+// the taken slots: extraction does not see it, At reads (0, 0) as for no
+// slot, and InZero finds every neighbour by one probe instead of searching
+// u's adjacency (the zero block's rejection draws test a random node
+// each). It reports whether it marked them; it does not when more than
+// half the table would be taken (a table has at least 2 W(u) slots and W(u)
+// >= deg(u), so that is rare), and InZero then searches the adjacency.
+//
+//go:noinline
+func markNeighbours(tab []hslot, nbU []int32, shift, gen uint32, nt int) bool {
+	if nt+len(nbU) > len(tab)/2 {
+		return false
+	}
+	mask := uint32(len(tab) - 1)
+	for _, v := range nbU {
+		want := hkey(v, gen)
+		for i := (uint32(v) * hashMul) >> shift; ; i++ {
+			e := &tab[i&mask]
+			if e.key == want {
+				break
+			}
+			if uint32(e.key>>32) != gen {
+				e.key, e.s, e.p = want, 0, 0
+				break
+			}
+		}
+	}
+	return true
+}
+
 // isNeighbour reports whether v is a neighbour of the last query u, by
 // binary search in u's two ascending parts (public, protected).
 func (w *Worker) isNeighbour(v int32) bool {
@@ -273,7 +304,7 @@ func (w *Worker) flipHash(u int32, nbU []int32) {
 // resetHash forgets the last query's table: its slots are of an earlier
 // generation from the next query on.
 func (w *Worker) resetHash() {
-	w.nt, w.hashed = 0, false
+	w.nt, w.hashed, w.nbMarked = 0, false, false
 }
 
 // The sensitivity pass (bc) scatters, for every node u, the protected

@@ -71,6 +71,9 @@ type Worker struct {
 	hshift uint32
 	hgen   uint32 // generation of the last hashed query (hslot.key)
 	hashed bool
+	// nbMarked: every neighbour of the last hashed query has a slot
+	// (markNeighbours), so InZero needs no search of the adjacency.
+	nbMarked bool
 
 	u      int32
 	scored bool
@@ -485,6 +488,9 @@ func (w *Worker) sums(u int32, r *Result, size int) {
 		k, lo, hi = extractHash(r.Cands, r.S, r.Pub, tab, tch[:nt])
 		w.flipHash(u, nbU)
 	}
+	if tab != nil {
+		w.nbMarked = markNeighbours(tab, nbU, shift, gen, nt)
+	}
 	r.Cands, r.S, r.Pub = r.Cands[:k], r.S[:k], r.Pub[:k]
 	r.SRange, r.SLo, r.SHi = k > 0 && lo <= hi, lo, hi
 }
@@ -620,6 +626,9 @@ func (w *Worker) InZero(v int32) bool {
 	if w.hashed {
 		// Without the stamp, a random access to an array of every node:
 		// the table and u's neighbour list are in the cache.
+		if w.nbMarked {
+			return v != w.u && w.hfind(v) == nil
+		}
 		return v != w.u && w.hfind(v) == nil && !w.isNeighbour(v)
 	}
 	if w.stamp[v] == w.gen {
