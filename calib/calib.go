@@ -474,6 +474,12 @@ func (v *scoreVals) At(i int) float64 { return v.t.ScoreUtility(v.s[i], v.sMax) 
 // an exact or lexicographic plan, a transform without bounds) or a score is
 // NaN; the caller then samples with Sample. When ok, every pick is random:
 // the list's Picks is its length.
+//
+// Block members are anonymous (exact.Sampler.TopKLazyAnon): the t-th pick
+// from a block is reported as the block's first index plus t. The caller
+// must map each block's picks to a uniformly random injection into its
+// members (release's mapPicks does); the list then has Sample's
+// distribution.
 func (p *Plan) SampleScores(s []float64, blocks []mech.Block, k int, r *rand.Rand, dst []int) (picks []int, ok bool, err error) {
 	if !p.scoresApply() || len(s) == 0 {
 		return dst[:0], false, nil
@@ -507,7 +513,7 @@ func (p *Plan) SampleScoresIn(s []float64, lo, hi float64, blocks []mech.Block, 
 	}
 	t := p.cfg.Transform.(scoreTransform)
 	uLo, uHi := t.UtilityBounds(lo, hi, p.q.SMax)
-	picks, err = ex.TopKLazy(&scoreVals{t: t, s: s, sMax: p.q.SMax}, uLo, uHi, blocks, k, RandReader{r}, dst)
+	picks, err = ex.TopKLazyAnon(&scoreVals{t: t, s: s, sMax: p.q.SMax}, uLo, uHi, blocks, k, RandReader{r}, dst)
 	return picks, true, err
 }
 

@@ -154,8 +154,11 @@ var scanMax = 64
 // block picks into the block's members has the mechanism's distribution:
 // the ascending list when the block is small against the graph
 // (Zero x 8 < N) or cannot be tested (InZero nil), else rejection draws
-// through InZero from rng, after the mechanism's own draws. Per-pick and
-// list releases both map their picks here.
+// through InZero from rng, after the mechanism's own draws. With ident the
+// block picks are anonymous (calib.Plan.SampleScores: the t-th is reported
+// as len(in.Cands)+t), so the list is shuffled as it is used (the t-th pick
+// takes a uniform member among those not taken: a partial Fisher-Yates
+// from rng). Per-pick and list releases both map their picks here.
 func (sm *Sampler) mapPicks(in *UserInput, picks []int, ident bool, rng *rand.Rand, dst []int32) ([]int32, error) {
 	nc := len(in.Cands)
 	blockPicks := 0
@@ -192,6 +195,16 @@ func (sm *Sampler) mapPicks(in *UserInput, picks []int, ident bool, rng *rand.Ra
 			dst = append(dst, in.Cands[p])
 		case p < nc:
 			dst = append(dst, in.Cands[sm.idx[p]])
+		case useList && ident:
+			// The t-th block pick (anonymous: p = nc + t) takes a uniform
+			// member of sm.zero[t:], which holds those not taken yet.
+			t := p - nc
+			if t >= len(sm.zero) {
+				return dst, fmt.Errorf("release: zero-block pick %d of a block of %d", t, len(sm.zero))
+			}
+			j := t + rng.IntN(len(sm.zero)-t)
+			sm.zero[t], sm.zero[j] = sm.zero[j], sm.zero[t]
+			dst = append(dst, sm.zero[t])
 		case useList:
 			dst = append(dst, sm.zero[p-nc])
 		default:

@@ -41,6 +41,26 @@ type Lazy interface {
 // TopK runs on them: the same picks as TopK on the materialised vector and
 // the same random stream.
 func (s *Sampler) TopKLazy(vals Lazy, lo, hi float64, blocks []mech.Block, k int, r io.Reader, dst []int) ([]int, error) {
+	return s.topKLazyAll(vals, lo, hi, blocks, k, r, dst, false)
+}
+
+// TopKLazyAnon is TopKLazy with anonymous block members: the t-th pick from
+// a block (t = 0, 1, ...) is reported as the block's first index plus t,
+// and no member is drawn. The members of a block share one utility, so
+// which of them a list holds is independent of the rest of the list and
+// uniform: a caller that maps each block's picks, in order, to a uniformly
+// random injection into the block's members (the t-th to a uniform member
+// not mapped yet, from its own randomness) releases lists with TopK's
+// distribution, and TopKLazyAnon saves the member draws it would make (a
+// uniform draw and a check for repeats per block pick). Which of a
+// list's positions hold block members, and the individuals, are drawn as
+// TopKLazy draws them.
+func (s *Sampler) TopKLazyAnon(vals Lazy, lo, hi float64, blocks []mech.Block, k int, r io.Reader, dst []int) ([]int, error) {
+	return s.topKLazyAll(vals, lo, hi, blocks, k, r, dst, true)
+}
+
+// topKLazyAll is TopKLazy (anon: TopKLazyAnon).
+func (s *Sampler) topKLazyAll(vals Lazy, lo, hi float64, blocks []mech.Block, k int, r io.Reader, dst []int, anon bool) ([]int, error) {
 	dst = dst[:0]
 	n := vals.Len()
 	if k < 1 {
@@ -70,15 +90,19 @@ func (s *Sampler) TopKLazy(vals Lazy, lo, hi float64, blocks []mech.Block, k int
 	if err != nil {
 		return dst, err
 	}
-	return s.topKLazy(w, vals, mx, fits, blocks, k, total, r, dst)
+	return s.topKLazy(w, vals, mx, fits, blocks, k, total, r, dst, anon)
 }
 
 // topKLazy is TopKLazy once the bounds are on the grid (lazyBounds): no
 // float from here on.
-func (s *Sampler) topKLazy(w *workspace, vals Lazy, mx int64, fits bool, blocks []mech.Block, k, total int, r io.Reader, dst []int) ([]int, error) {
+func (s *Sampler) topKLazy(w *workspace, vals Lazy, mx int64, fits bool, blocks []mech.Block, k, total int, r io.Reader, dst []int, anon bool) ([]int, error) {
 	n := vals.Len()
 	if s.zero || n == 0 || !fits {
-		return s.topKMaterialised(vals, blocks, k, r, dst)
+		dst, err := s.topKMaterialised(vals, blocks, k, r, dst)
+		if anon && err == nil {
+			anonymise(dst, n, blocks)
+		}
+		return dst, err
 	}
 	w.src.reset(r)
 	defer w.src.reset(nil)
@@ -102,7 +126,7 @@ func (s *Sampler) topKLazy(w *workspace, vals Lazy, mx int64, fits bool, blocks 
 	for j := 1; j <= w.jc; j++ {
 		w.off[j] = n
 	}
-	w.lazy = true
+	w.lazy, w.anon = true, anon
 	w.lz = w.lz[:0]
 	s.buildBlocks(w, mx)
 	return s.draw(w, vals, blocks, k, dst)
@@ -154,6 +178,30 @@ func (s *Sampler) lazyGrid(vals Lazy, i int, mx int64) (int64, error) {
 		return 0, invalid("utility %d = %v is above the bound given to TopKLazy", i, v)
 	}
 	return g, nil
+}
+
+// anonymise reports the block picks of dst (indexes >= n, the individuals'
+// count) as TopKLazyAnon does: the t-th pick from a block as its first
+// index plus t.
+func anonymise(dst []int, n int, blocks []mech.Block) {
+	var seen []int // picks so far per block
+	for i, p := range dst {
+		if p < n {
+			continue
+		}
+		if seen == nil {
+			seen = make([]int, len(blocks))
+		}
+		base := n
+		for b, bl := range blocks {
+			if p < base+bl.Size {
+				dst[i] = base + seen[b]
+				seen[b]++
+				break
+			}
+			base += bl.Size
+		}
+	}
 }
 
 // matPool holds topKMaterialised's value buffers.

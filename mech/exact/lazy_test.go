@@ -191,3 +191,79 @@ func TestWordsMatchRead(t *testing.T) {
 		}
 	}
 }
+
+// TestTopKLazyAnon: TopKLazyAnon reports the t-th pick of a block as the
+// block's first index plus t, on the lazy path and on the materialised one
+// (wide bounds), and its lists mapped by a uniformly random injection into
+// the blocks' members follow ListProb. Negative control: the same picks
+// mapped as they come (the t-th pick to member t) fail, since a block's
+// members are then not equally likely.
+func TestTopKLazyAnon(t *testing.T) {
+	for ci, c := range lazyCases() {
+		if len(c.u.Blocks) == 0 {
+			continue
+		}
+		s, err := New(c.eps, c.delta, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := bounds(c.u.Vals)
+		n := len(c.u.Vals)
+		for _, wide := range []bool{false, true} {
+			lo := lo
+			if wide {
+				lo -= 1000 * float64(s.l) * max(s.GridStep(), 1)
+			}
+			k, index, exp := listDist(s, c.u)
+			obs, raw := make([]int, len(exp)), make([]int, len(exp))
+			r := reader(uint64(300 + 10*ci))
+			inj := rand.New(rand.NewPCG(uint64(ci), 7))
+			lv := &sliceLazy{vals: c.u.Vals}
+			var dst []int
+			mapped := make([]int, k)
+			for range 40000 {
+				if dst, err = s.TopKLazyAnon(lv, lo, hi, c.u.Blocks, k, r, dst); err != nil {
+					t.Fatal(err)
+				}
+				// The t-th pick of each block is its first index plus t;
+				// the injection takes a uniform member not taken yet.
+				var taken [][]int
+				seen := make([]int, len(c.u.Blocks))
+				for i, p := range dst {
+					mapped[i] = p
+					if p < n {
+						continue
+					}
+					b, first := 0, n
+					for p >= first+c.u.Blocks[b].Size {
+						first += c.u.Blocks[b].Size
+						b++
+					}
+					if p != first+seen[b] {
+						t.Fatalf("%s wide %v: pick %d of block %d reported as %d, want %d", c.name, wide, seen[b], b, p, first+seen[b])
+					}
+					seen[b]++
+					if taken == nil {
+						taken = make([][]int, len(c.u.Blocks))
+					}
+					for {
+						m := first + inj.IntN(c.u.Blocks[b].Size)
+						if !slices.Contains(taken[b], m) {
+							taken[b] = append(taken[b], m)
+							mapped[i] = m
+							break
+						}
+					}
+				}
+				obs[index[[2]int{mapped[0], mapped[len(mapped)-1]}]]++
+				raw[index[[2]int{dst[0], dst[len(dst)-1]}]]++
+			}
+			if stat, df, pv := mech.ChiSquare(obs, exp); !(pv > 1e-4) {
+				t.Fatalf("%s wide %v: chi-square %.1f df %d p %.3g\nobs %v\nexp %v", c.name, wide, stat, df, pv, obs, exp)
+			}
+			if _, _, pv := mech.ChiSquare(raw, exp); pv > 1e-4 {
+				t.Fatalf("%s wide %v: the anonymous picks unmapped pass the chi-square test (p %.3g): the negative control cannot fail", c.name, wide, pv)
+			}
+		}
+	}
+}

@@ -37,6 +37,9 @@ type workspace struct {
 	// k entries), their grid values computed only when proposed.
 	lazy bool
 	lz   []lzSwap
+	// anon: a block pick is reported as the block's first index plus the
+	// number of its earlier picks, and no member is drawn (TopKLazyAnon).
+	anon bool
 }
 
 // lzSwap is a position of the lazy identity order holding another
@@ -138,7 +141,7 @@ func (s *Sampler) TopK(u *mech.Utilities, k int, r io.Reader, dst []int) ([]int,
 	if k == 0 {
 		return dst, nil
 	}
-	w.lazy = false
+	w.lazy, w.anon = false, false
 	w.picks = w.picks[:0]
 	w.brem = w.brem[:0]
 	w.bbase = w.bbase[:0]
@@ -236,7 +239,11 @@ func (s *Sampler) draw(w *workspace, lazy Lazy, blocks []mech.Block, k int, dst 
 			w.setInd(last, ip)
 			w.icnt[j]--
 		} else {
-			dst = append(dst, w.bbase[blk]+s.member(w, blk, blocks[blk].Size))
+			if w.anon {
+				dst = append(dst, w.bbase[blk]+blocks[blk].Size-w.brem[blk])
+			} else {
+				dst = append(dst, w.bbase[blk]+s.member(w, blk, blocks[blk].Size))
+			}
 			w.brem[blk]--
 		}
 		w.cnt[j]--
