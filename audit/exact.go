@@ -22,6 +22,24 @@ const ExactMethod = "exponential-exact"
 // path): the same exact distribution.
 const ExactLazyMethod = "exponential-exact-lazy"
 
+// ExactAnonMethod names the chi-square rows of the deployment path with a
+// block of equal utilities (the zero block): exact.Sampler.TopKLazyAnon,
+// whose block picks are anonymous, mapped to a uniformly random injection
+// into the block's members as release does. The same exact distribution.
+const ExactAnonMethod = "exponential-exact-lazy-anon"
+
+// chiMode is how a chi-square row samples: TopK, TopKLazy, or
+// TopKLazyAnon with a block.
+type chiMode uint8
+
+const (
+	chiEager chiMode = iota
+	chiLazy
+	chiAnon
+)
+
+var chiMethods = [...]string{chiEager: ExactMethod, chiLazy: ExactLazyMethod, chiAnon: ExactAnonMethod}
+
 // RunExact is the exact audit of the exact base-2 exponential mechanism
 // (package mech/exact, docs/SAMPLING.md) with the rigorous pipeline: on the
 // same random graphs as Run, for every query u it builds the exponential
@@ -114,15 +132,15 @@ func RunExact(cfg Config) (*Report, error) {
 				if chiDone < cfg.ChiCases && cfg.ChiSamples > 0 && len(q.cands) >= 3 {
 					chiDone++
 					for _, d := range dists {
-						for _, lazy := range []bool{false, true} {
-							res, err := exactChiTest(s, vals, d, cfg.ChiSamples, rd, lazy)
+						for _, mode := range []chiMode{chiEager, chiLazy, chiAnon} {
+							res, ok, err := exactChiTest(s, vals, d, cfg.ChiSamples, rd, mode)
 							if err != nil {
 								return nil, err
 							}
-							res.Method, res.Score = ExactMethod, kind.String()
-							if lazy {
-								res.Method = ExactLazyMethod
+							if !ok {
+								continue // no block of equal utilities
 							}
+							res.Method, res.Score = chiMethods[mode], kind.String()
 							rep.Chi = append(rep.Chi, res)
 							rep.MinChiP = min(rep.MinChiP, res.P)
 							if !(res.P >= chiAlpha) {
@@ -225,20 +243,94 @@ func exactRatioOK(s *exact.Sampler, vals, vals2 []float64, list []int) (bool, er
 }
 
 // exactChiTest samples s.TopK on vals and compares list frequencies with
-// the exact distribution d. With lazy it samples s.TopKLazy instead, the
+// the exact distribution d. With chiLazy it samples s.TopKLazy instead, the
 // values served on demand within the bounds [min, max] of vals (the
 // deployment path's evaluation of proposed candidates only,
 // calib.Plan.SampleScores: on one bucket's width it computes only what it
-// proposes, otherwise every value).
-func exactChiTest(s *exact.Sampler, vals []float64, d dist, samples int, rd *rand.ChaCha8, lazy bool) (ChiResult, error) {
+// proposes, otherwise every value). With chiAnon the candidates of the
+// most frequent utility (at least two: the zero block of the graph's
+// non-candidates, usually) are a block for s.TopKLazyAnon, the others
+// served on demand, and each list's anonymous block picks are mapped to a
+// uniformly random injection into the block's candidates (a partial
+// Fisher-Yates from rd), as release's mapPicks does; ok is false when no
+// utility repeats.
+func exactChiTest(s *exact.Sampler, vals []float64, d dist, samples int, rd *rand.ChaCha8, mode chiMode) (res ChiResult, ok bool, err error) {
 	u := &mech.Utilities{Vals: vals}
 	k := len(d.lists[0])
-	if lazy {
+	switch mode {
+	case chiLazy:
 		lv := lazyVals(vals)
 		lo, hi := slices.Min(vals), slices.Max(vals)
-		return chiAgainst(d, samples, func(dst []int) ([]int, error) { return s.TopKLazy(lv, lo, hi, nil, k, rd, dst) })
+		res, err = chiAgainst(d, samples, func(dst []int) ([]int, error) { return s.TopKLazy(lv, lo, hi, nil, k, rd, dst) })
+		return res, true, err
+	case chiAnon:
+		ind, blk := splitBlock(vals)
+		if len(blk) < 2 {
+			return ChiResult{}, false, nil
+		}
+		var iv lazyVals
+		for _, i := range ind {
+			iv = append(iv, vals[i])
+		}
+		lo, hi := vals[blk[0]], vals[blk[0]]
+		if len(iv) > 0 {
+			lo, hi = slices.Min(iv), slices.Max(iv)
+		}
+		blocks := []mech.Block{{Val: vals[blk[0]], Size: len(blk)}}
+		members := slices.Clone(blk)
+		inj := rand.New(rd)
+		res, err = chiAgainst(d, samples, func(dst []int) ([]int, error) {
+			dst, err := s.TopKLazyAnon(iv, lo, hi, blocks, k, rd, dst)
+			if err != nil {
+				return dst, err
+			}
+			for j, p := range dst {
+				if p < len(ind) {
+					dst[j] = ind[p]
+					continue
+				}
+				t := p - len(ind) // the t-th block pick
+				x := t
+				if !anonUnmapped {
+					x += inj.IntN(len(members) - t)
+				}
+				members[t], members[x] = members[x], members[t]
+				dst[j] = members[t]
+			}
+			return dst, nil
+		})
+		return res, true, err
 	}
-	return chiAgainst(d, samples, func(dst []int) ([]int, error) { return s.TopK(u, k, rd, dst) })
+	res, err = chiAgainst(d, samples, func(dst []int) ([]int, error) { return s.TopK(u, k, rd, dst) })
+	return res, true, err
+}
+
+// anonUnmapped maps the t-th anonymous block pick to the t-th member (no
+// injection): the negative control of the chiAnon rows (tests only).
+var anonUnmapped = false
+
+// splitBlock splits the indices of vals into the candidates of the most
+// frequent value (blk; the smallest such value on ties) and the others
+// (ind), both ascending.
+func splitBlock(vals []float64) (ind, blk []int) {
+	count := map[float64]int{}
+	for _, v := range vals {
+		count[v]++
+	}
+	best, bestN := 0.0, 0
+	for v, n := range count {
+		if n > bestN || (n == bestN && v < best) {
+			best, bestN = v, n
+		}
+	}
+	for i, v := range vals {
+		if v == best {
+			blk = append(blk, i)
+		} else {
+			ind = append(ind, i)
+		}
+	}
+	return ind, blk
 }
 
 // lazyVals serves a slice as exact.Lazy.

@@ -26,6 +26,9 @@ func TestRunExactPasses(t *testing.T) {
 			t.Fatalf("row %+v", r)
 		}
 	}
+	if rows, failed := anonRows(rep); rows == 0 || failed > 0 {
+		t.Fatalf("%d anonymous-block chi-square rows, %d failed", rows, failed)
+	}
 	t.Logf("%d cases, worst %.4f of bound %.4f, %d chi-square tests (min p %.3g), %v", rep.Cases, rep.WorstLogRatio, rep.Bound, len(rep.Chi), rep.MinChiP, time.Since(start))
 }
 
@@ -61,5 +64,35 @@ func TestExactRatioCheck(t *testing.T) {
 				t.Fatalf("%v list %v: %v", c.b, l, ok)
 			}
 		}
+	}
+}
+
+// anonRows counts the chi-square rows of the anonymous-block path and
+// those that failed.
+func anonRows(rep *Report) (rows, failed int) {
+	for _, c := range rep.Chi {
+		if c.Method == ExactAnonMethod {
+			rows++
+			if !(c.P >= chiAlpha) {
+				failed++
+			}
+		}
+	}
+	return rows, failed
+}
+
+// TestExactAnonRows: the negative control of the exact audit's
+// anonymous-block rows (exponential-exact-lazy-anon, which pass in
+// TestRunExactPasses): with the block picks left unmapped (the t-th pick
+// taken as the block's t-th member) they fail.
+func TestExactAnonRows(t *testing.T) {
+	anonUnmapped = true
+	defer func() { anonUnmapped = false }()
+	rep, err := RunExact(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, failed := anonRows(rep); rows == 0 || failed == 0 {
+		t.Fatalf("unmapped block picks: %d rows, none failed: the negative control cannot fail", rows)
 	}
 }
