@@ -40,18 +40,38 @@ func buildCSR(n int, chunks [][]Edge) ([]int64, []int32, BuildStats, error) {
 	if n > 1<<31-1 {
 		return nil, nil, st, fmt.Errorf("graph: %d nodes exceed the int32 id range", n)
 	}
+	// Count the degrees, then place both directions of every pair, on all
+	// cores when the list is large: parts of the list are claimed in order
+	// and the shared counters are updated atomically, so a list's entries
+	// land in any order; the sort below makes the result the same.
+	parts := edgeParts(chunks)
+	conc := runtime.GOMAXPROCS(0) > 1 && len(parts) > 1
 	deg := make([]int64, n+1)
-	for _, edges := range chunks {
+	bad := make([]error, len(parts)) // the first out-of-range pair of each part
+	loops := make([]int64, len(parts))
+	eachPart(parts, conc, func(i int, edges []Edge) {
 		for _, e := range edges {
 			if e.U < 0 || e.V < 0 || int(e.U) >= n || int(e.V) >= n {
-				return nil, nil, st, fmt.Errorf("graph: edge (%d,%d) out of range [0,%d)", e.U, e.V, n)
+				bad[i] = fmt.Errorf("graph: edge (%d,%d) out of range [0,%d)", e.U, e.V, n)
+				return
 			}
 			if e.U == e.V {
-				st.SelfLoopsDropped++
+				loops[i]++
 				continue
 			}
-			deg[e.U+1]++
-			deg[e.V+1]++
+			if conc {
+				atomic.AddInt64(&deg[e.U+1], 1)
+				atomic.AddInt64(&deg[e.V+1], 1)
+			} else {
+				deg[e.U+1]++
+				deg[e.V+1]++
+			}
+		}
+	})
+	for i, err := range bad {
+		st.SelfLoopsDropped += loops[i]
+		if err != nil {
+			return nil, nil, st, err
 		}
 	}
 	for i := 1; i <= n; i++ {
@@ -60,17 +80,22 @@ func buildCSR(n int, chunks [][]Edge) ([]int64, []int32, BuildStats, error) {
 	adj := make([]int32, deg[n])
 	fill := make([]int64, n)
 	copy(fill, deg[:n])
-	for _, edges := range chunks {
+	eachPart(parts, conc, func(_ int, edges []Edge) {
 		for _, e := range edges {
 			if e.U == e.V {
 				continue
 			}
-			adj[fill[e.U]] = e.V
-			fill[e.U]++
-			adj[fill[e.V]] = e.U
-			fill[e.V]++
+			if conc {
+				adj[atomic.AddInt64(&fill[e.U], 1)-1] = e.V
+				adj[atomic.AddInt64(&fill[e.V], 1)-1] = e.U
+			} else {
+				adj[fill[e.U]] = e.V
+				fill[e.U]++
+				adj[fill[e.V]] = e.U
+				fill[e.V]++
+			}
 		}
-	}
+	})
 	// Sort each list and drop repeats within its own segment, in parallel;
 	// fill[u] becomes the deduplicated length of u's list.
 	off := deg
@@ -140,6 +165,39 @@ func parallelNodes(n int, off []int64, fn func(lo, hi int) int64) int64 {
 		return nil
 	})
 	return sum.Load()
+}
+
+// partEdges is the most edges of a part of buildCSR's parallel passes.
+const partEdges = 1 << 16
+
+// edgeParts cuts the chunks into parts of at most partEdges edges, in
+// order.
+func edgeParts(chunks [][]Edge) [][]Edge {
+	var parts [][]Edge
+	for _, c := range chunks {
+		for len(c) > partEdges {
+			parts = append(parts, c[:partEdges])
+			c = c[partEdges:]
+		}
+		if len(c) > 0 {
+			parts = append(parts, c)
+		}
+	}
+	return parts
+}
+
+// eachPart runs fn on every part, on all cores when conc, else in order.
+func eachPart(parts [][]Edge, conc bool, fn func(i int, edges []Edge)) {
+	if !conc {
+		for i, p := range parts {
+			fn(i, p)
+		}
+		return
+	}
+	par.Run(context.Background(), len(parts), par.Options{}, noState, func(_ struct{}, i int) error {
+		fn(i, parts[i])
+		return nil
+	})
 }
 
 // noState is par.Run's per-worker state for loops that need none.

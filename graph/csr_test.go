@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -390,4 +391,52 @@ func FuzzFromCSR(f *testing.F) {
 			t.Fatalf("valid CSR rejected: %v (off %v adj %v)", err, off, adj)
 		}
 	})
+}
+
+// TestBuildCSRParallel: on a list large enough for the parallel passes,
+// buildCSR gives the CSR, counts and first error that one core gives (the
+// atomic placement lands a list's entries in any order; the sort makes
+// them the same).
+func TestBuildCSRParallel(t *testing.T) {
+	const n = 5000
+	rng := rand.New(rand.NewPCG(3, 4))
+	var chunks [][]Edge
+	for range 7 {
+		c := make([]Edge, 40000+rng.IntN(30000))
+		for i := range c {
+			u := int32(rng.IntN(n))
+			v := int32(rng.IntN(n))
+			if rng.IntN(50) == 0 {
+				v = u // a self-loop now and then; repeats come by chance
+			}
+			c[i] = Edge{u, v}
+		}
+		chunks = append(chunks, c)
+	}
+	build := func(procs int, chunks [][]Edge) ([]int64, []int32, BuildStats, error) {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		return buildCSR(n, chunks)
+	}
+	off1, adj1, st1, err1 := build(1, chunks)
+	off2, adj2, st2, err2 := build(4, chunks)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if len(edgeParts(chunks)) < 4 {
+		t.Fatalf("%d parts: the parallel passes are not exercised", len(edgeParts(chunks)))
+	}
+	if !slices.Equal(off1, off2) || !slices.Equal(adj1, adj2) || st1 != st2 || st1.SelfLoopsDropped == 0 || st1.DuplicatesMerged == 0 {
+		t.Fatalf("parallel build differs: stats %+v and %+v", st1, st2)
+	}
+	// Two bad pairs in later parts: the first in list order is reported.
+	bad := slices.Clone(chunks)
+	bad[5] = slices.Clone(bad[5])
+	bad[5][len(bad[5])-1] = Edge{1, n}
+	bad[6] = slices.Clone(bad[6])
+	bad[6][0] = Edge{-1, 2}
+	_, _, _, e1 := build(1, bad)
+	_, _, _, e2 := build(4, bad)
+	if e1 == nil || e2 == nil || e1.Error() != e2.Error() || !strings.Contains(e1.Error(), fmt.Sprintf("(1,%d)", n)) {
+		t.Fatalf("errors %v and %v, want the pair (1,%d) first", e1, e2, n)
+	}
 }
