@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/dplp/dplp/internal/par"
@@ -40,39 +41,43 @@ func buildCSR(n int, chunks [][]Edge) ([]int64, []int32, BuildStats, error) {
 	if n > 1<<31-1 {
 		return nil, nil, st, fmt.Errorf("graph: %d nodes exceed the int32 id range", n)
 	}
-	// Count the degrees, then place both directions of every pair, on all
-	// cores when the list is large: parts of the list are claimed in order
-	// and the shared counters are updated atomically, so a list's entries
-	// land in any order; the sort below makes the result the same.
-	parts := edgeParts(chunks)
-	conc := runtime.GOMAXPROCS(0) > 1 && len(parts) > 1
+	// Count the degrees, then place both directions of every pair. On a
+	// large list each core takes a range of nodes and reads the whole list,
+	// counting and placing only the entries of its own nodes: no shared
+	// counter (atomic increments of random counters from two cores cost
+	// 3.7x the serial pass at 10 M nodes), and every list gets its entries
+	// in the list's order, as on one core. The first pass also finds the
+	// first out-of-range pair, in order.
+	workers := 1
+	if m := edgeCount(chunks); m >= parallelEdges {
+		workers = min(runtime.GOMAXPROCS(0), max(1, n/1024))
+	}
 	deg := make([]int64, n+1)
-	bad := make([]error, len(parts)) // the first out-of-range pair of each part
-	loops := make([]int64, len(parts))
-	eachPart(parts, conc, func(i int, edges []Edge) {
-		for _, e := range edges {
-			if e.U < 0 || e.V < 0 || int(e.U) >= n || int(e.V) >= n {
-				bad[i] = fmt.Errorf("graph: edge (%d,%d) out of range [0,%d)", e.U, e.V, n)
-				return
-			}
-			if e.U == e.V {
-				loops[i]++
-				continue
-			}
-			if conc {
-				atomic.AddInt64(&deg[e.U+1], 1)
-				atomic.AddInt64(&deg[e.V+1], 1)
-			} else {
-				deg[e.U+1]++
-				deg[e.V+1]++
+	var bad error
+	byRange(n, workers, func(w, lo, hi int) {
+		lo32, hi32 := int32(lo), int32(hi)
+		for _, edges := range chunks {
+			for _, e := range edges {
+				if w == 0 && bad == nil && (e.U < 0 || e.V < 0 || int(e.U) >= n || int(e.V) >= n) {
+					bad = fmt.Errorf("graph: edge (%d,%d) out of range [0,%d)", e.U, e.V, n)
+				}
+				if e.U == e.V {
+					if w == 0 && bad == nil {
+						st.SelfLoopsDropped++
+					}
+					continue
+				}
+				if e.U >= lo32 && e.U < hi32 {
+					deg[e.U+1]++
+				}
+				if e.V >= lo32 && e.V < hi32 {
+					deg[e.V+1]++
+				}
 			}
 		}
 	})
-	for i, err := range bad {
-		st.SelfLoopsDropped += loops[i]
-		if err != nil {
-			return nil, nil, st, err
-		}
+	if bad != nil {
+		return nil, nil, st, bad
 	}
 	for i := 1; i <= n; i++ {
 		deg[i] += deg[i-1]
@@ -80,19 +85,21 @@ func buildCSR(n int, chunks [][]Edge) ([]int64, []int32, BuildStats, error) {
 	adj := make([]int32, deg[n])
 	fill := make([]int64, n)
 	copy(fill, deg[:n])
-	eachPart(parts, conc, func(_ int, edges []Edge) {
-		for _, e := range edges {
-			if e.U == e.V {
-				continue
-			}
-			if conc {
-				adj[atomic.AddInt64(&fill[e.U], 1)-1] = e.V
-				adj[atomic.AddInt64(&fill[e.V], 1)-1] = e.U
-			} else {
-				adj[fill[e.U]] = e.V
-				fill[e.U]++
-				adj[fill[e.V]] = e.U
-				fill[e.V]++
+	byRange(n, workers, func(_, lo, hi int) {
+		lo32, hi32 := int32(lo), int32(hi)
+		for _, edges := range chunks {
+			for _, e := range edges {
+				if e.U == e.V {
+					continue
+				}
+				if e.U >= lo32 && e.U < hi32 {
+					adj[fill[e.U]] = e.V
+					fill[e.U]++
+				}
+				if e.V >= lo32 && e.V < hi32 {
+					adj[fill[e.V]] = e.U
+					fill[e.V]++
+				}
 			}
 		}
 	})
@@ -167,37 +174,35 @@ func parallelNodes(n int, off []int64, fn func(lo, hi int) int64) int64 {
 	return sum.Load()
 }
 
-// partEdges is the most edges of a part of buildCSR's parallel passes.
-const partEdges = 1 << 16
+// parallelEdges is the fewest edges for which buildCSR's passes run on
+// all cores.
+const parallelEdges = 1 << 20
 
-// edgeParts cuts the chunks into parts of at most partEdges edges, in
-// order.
-func edgeParts(chunks [][]Edge) [][]Edge {
-	var parts [][]Edge
+// edgeCount is the number of edges in chunks.
+func edgeCount(chunks [][]Edge) int {
+	m := 0
 	for _, c := range chunks {
-		for len(c) > partEdges {
-			parts = append(parts, c[:partEdges])
-			c = c[partEdges:]
-		}
-		if len(c) > 0 {
-			parts = append(parts, c)
-		}
+		m += len(c)
 	}
-	return parts
+	return m
 }
 
-// eachPart runs fn on every part, on all cores when conc, else in order.
-func eachPart(parts [][]Edge, conc bool, fn func(i int, edges []Edge)) {
-	if !conc {
-		for i, p := range parts {
-			fn(i, p)
-		}
+// byRange runs fn(w, lo, hi) for workers ranges [lo, hi) that cover [0, n)
+// in order, concurrently when workers > 1; worker 0 has the first range.
+func byRange(n, workers int, fn func(w, lo, hi int)) {
+	if workers <= 1 {
+		fn(0, 0, n)
 		return
 	}
-	par.Run(context.Background(), len(parts), par.Options{}, noState, func(_ struct{}, i int) error {
-		fn(i, parts[i])
-		return nil
-	})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(w, n*w/workers, n*(w+1)/workers)
+		}()
+	}
+	wg.Wait()
 }
 
 // noState is par.Run's per-worker state for loops that need none.

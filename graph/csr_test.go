@@ -393,16 +393,15 @@ func FuzzFromCSR(f *testing.F) {
 	})
 }
 
-// TestBuildCSRParallel: on a list large enough for the parallel passes,
-// buildCSR gives the CSR, counts and first error that one core gives (the
-// atomic placement lands a list's entries in any order; the sort makes
-// them the same).
+// TestBuildCSRParallel: on a list large enough for the passes by node
+// range, buildCSR gives the CSR, counts and first error that one core
+// gives.
 func TestBuildCSRParallel(t *testing.T) {
 	const n = 5000
 	rng := rand.New(rand.NewPCG(3, 4))
 	var chunks [][]Edge
-	for range 7 {
-		c := make([]Edge, 40000+rng.IntN(30000))
+	for range 8 {
+		c := make([]Edge, 140000+rng.IntN(20000))
 		for i := range c {
 			u := int32(rng.IntN(n))
 			v := int32(rng.IntN(n))
@@ -422,8 +421,8 @@ func TestBuildCSRParallel(t *testing.T) {
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)
 	}
-	if len(edgeParts(chunks)) < 4 {
-		t.Fatalf("%d parts: the parallel passes are not exercised", len(edgeParts(chunks)))
+	if edgeCount(chunks) < parallelEdges {
+		t.Fatalf("%d edges: the passes by range are not exercised", edgeCount(chunks))
 	}
 	if !slices.Equal(off1, off2) || !slices.Equal(adj1, adj2) || st1 != st2 || st1.SelfLoopsDropped == 0 || st1.DuplicatesMerged == 0 {
 		t.Fatalf("parallel build differs: stats %+v and %+v", st1, st2)
