@@ -178,7 +178,7 @@ func TestStreamSamplesWhilePreparing(t *testing.T) {
 // between 24 and 32 windows of 4,096.
 func TestReadyWindows(t *testing.T) {
 	for _, c := range []struct{ n, want int }{
-		{0, 24}, {65536, 24}, {1_000_000, 24}, {5_000_000, 24}, {6_553_599, 24}, {6_553_600, 25}, {8_388_607, 31}, {8_388_608, 32}, {10_000_000, 32}, {1 << 31, 32},
+		{0, 24}, {65536, 24}, {1_000_000, 24}, {1_638_399, 24}, {1_638_400, 25}, {5_000_000, 76}, {6_291_455, 95}, {6_291_456, 96}, {10_000_000, 96}, {1 << 31, 96},
 	} {
 		if got := release.ReadyWindowsForTest(c.n); got != c.want {
 			t.Errorf("%d users: %d windows, want %d", c.n, got, c.want)

@@ -348,16 +348,19 @@ func (r *Recommender) chargeEmit(ctx context.Context, w *window, k, lo int, emit
 
 // readyWindows is the number of sampled windows a batch of n users keeps
 // waiting while the store records the influence blocks: about one list in
-// 64 (a sampled list holds about 2 KB until it is charged), at least
-// readyMin windows and at most readyMax (131,072 lists). At 1 M users that
+// 16 (a sampled list holds about 2.75 KB until it is charged), at least
+// readyMin windows and at most readyMax (393,216 lists). At 1 M users that
 // is 24 windows: since the recording starts before the scorer is fitted
 // (StartPreparation), 24 took the 1 M release 0.8 s faster than 8 (2
-// alternated pairs, 0.2 GB more at the peak); at 10 M, 32.
+// alternated pairs, 0.2 GB more at the peak). At 10 M, 96: the recording
+// outlasts the sensitivity pass by about 20 s, and 32 windows left the
+// freed core idle for most of them (the release took 345 s against 358 s,
+// with the same peak RSS).
 func readyWindows(n, batch int) int {
-	return min(readyMax, max(readyMin, n/(64*batch)))
+	return min(readyMax, max(readyMin, n/(16*batch)))
 }
 
-var readyMin, readyMax = 24, 32 // variables for tests
+var readyMin, readyMax = 24, 96 // variables for tests
 
 // window is one batch of users, looked up and sampled, not yet charged.
 type window struct {
