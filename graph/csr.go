@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/dplp/dplp/internal/par"
@@ -188,21 +187,17 @@ func edgeCount(chunks [][]Edge) int {
 }
 
 // byRange runs fn(w, lo, hi) for workers ranges [lo, hi) that cover [0, n)
-// in order, concurrently when workers > 1; worker 0 has the first range.
+// in order, on up to workers goroutines (par.Run); worker 0 has the first
+// range.
 func byRange(n, workers int, fn func(w, lo, hi int)) {
 	if workers <= 1 {
 		fn(0, 0, n)
 		return
 	}
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			fn(w, n*w/workers, n*(w+1)/workers)
-		}()
-	}
-	wg.Wait()
+	par.Run(context.Background(), workers, par.Options{Workers: workers, Chunk: 1}, noState, func(_ struct{}, w int) error {
+		fn(w, n*w/workers, n*(w+1)/workers)
+		return nil
+	})
 }
 
 // noState is par.Run's per-worker state for loops that need none.

@@ -739,31 +739,22 @@ func execRows(ctx context.Context, q querier, n int, into string, cols []string,
 	}
 	ns := len(shared)
 	order = append(order, rest...)
-	var sb strings.Builder
-	sb.WriteString(into)
-	sb.WriteString(" (")
+	// The column list, and the tuple: ?1 .. ?S, then a plain ? per other
+	// column.
+	var head, tup strings.Builder
 	for j, c := range order {
 		if j > 0 {
-			sb.WriteString(", ")
+			head.WriteString(", ")
+			tup.WriteString(", ")
 		}
-		sb.WriteString(cols[c])
-	}
-	sb.WriteString(") VALUES ")
-	prefix := sb.String()
-	// The tuple: ?1 .. ?S, then a plain ? per other column.
-	sb.Reset()
-	sb.WriteByte('(')
-	for j := range order {
-		if j > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteByte('?')
+		head.WriteString(cols[c])
+		tup.WriteByte('?')
 		if j < ns {
-			sb.WriteString(strconv.Itoa(j + 1))
+			tup.WriteString(strconv.Itoa(j + 1))
 		}
 	}
-	sb.WriteByte(')')
-	tuple := sb.String()
+	prefix := into + " (" + head.String() + ") VALUES "
+	tuple := "(" + tup.String() + ")"
 	per := max(1, (chargeChunk-ns)/max(1, width-ns))
 	per = min(per, chargeChunk)
 	for lo := 0; lo < n; lo += per {
@@ -799,20 +790,8 @@ func sameInEveryRow(all []any, width, c int) bool {
 // sameInEveryRow).
 func sameArg(a, b any) bool {
 	switch x := a.(type) {
-	case nil:
-		return b == nil
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case int64:
-		y, ok := b.(int64)
-		return ok && x == y
-	case int:
-		y, ok := b.(int)
-		return ok && x == y
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
+	case nil, string, int64, int, bool:
+		return a == b // the same dynamic type and value; never panics, a's type being comparable
 	case float64:
 		y, ok := b.(float64)
 		return ok && math.Float64bits(x) == math.Float64bits(y)
