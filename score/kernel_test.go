@@ -47,9 +47,15 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 		k    Kind
 		wide bool
 		mode accMode
-	}{{CN, false, accAuto}, {CN, true, accAuto}, {JC, false, accAuto}, {JC, true, accAuto},
-		{AA, false, accDense}, {RA, false, accDense}, {AA, false, accHash}, {RA, false, accHash},
-		{CN, false, accHash}, {CN, true, accHash}, {JC, false, accHash}} {
+		// perQuery: the worker finds DeltaS per query (folded into the
+		// table's scatter, or the pass for u alone), as on large graphs;
+		// the reference reads the scorer's table.
+		perQuery bool
+	}{{CN, false, accAuto, false}, {CN, true, accAuto, false}, {JC, false, accAuto, false}, {JC, true, accAuto, false},
+		{AA, false, accDense, false}, {RA, false, accDense, false}, {AA, false, accHash, false}, {RA, false, accHash, false},
+		{CN, false, accHash, false}, {CN, true, accHash, false}, {JC, false, accHash, false},
+		{AA, false, accHash, true}, {RA, false, accHash, true}, {CN, false, accHash, true},
+		{AA, false, accDense, true}, {CN, false, accAuto, true}} {
 		k := kw.k
 		sc, err := New(g, p, k)
 		if err != nil {
@@ -61,6 +67,7 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 			sc.maxDeg = max(sc.maxDeg, 1<<15)
 		}
 		sc.accMode = kw.mode
+		sc.perQuery = kw.perQuery
 		w, ref := sc.NewWorker(), newRefWorker(sc)
 		if (w.cnt32 != nil) == kw.wide && (k == CN || k == JC) {
 			t.Fatalf("%v: wide counters %v, want %v", k, w.cnt32 == nil, kw.wide)
@@ -76,6 +83,9 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 			checkRange(t, k, &got)
 			if w.hashed != (kw.mode == accHash) {
 				t.Fatalf("%v u=%d: hashed %v with mode %d", k, u, w.hashed, kw.mode)
+			}
+			if fold := kw.perQuery && w.hashed && !sc.nonEdge && sc.deg[u] < 1<<cBits; w.folded != fold {
+				t.Fatalf("%v u=%d: DeltaS folded into the scatter %v, want %v", k, u, w.folded, fold)
 			}
 			// At, InZero and ZeroCands read the accumulators left by Score:
 			// checked on every node after every fourth query (an O(N) sweep;
@@ -339,6 +349,54 @@ func TestUseHash(t *testing.T) {
 	}
 }
 
+// TestSensitivityPerQueryHubs: two hubs of degree 2^15 + 4 whose counts
+// c reach thousands (a hub's neighbours are the protected partners of the
+// other hub): a worker that finds DeltaS per query with the table gives
+// the pass's values, folding them into the scatter for the queries of
+// degree below 1<<cBits (whose counts fit in a slot's key) and running the
+// pass for the hubs alone.
+func TestSensitivityPerQueryHubs(t *testing.T) {
+	n := 1<<15 + 6
+	var edges []graph.Edge
+	for v := int32(2); int(v) < n; v++ {
+		edges = append(edges, graph.Edge{U: 0, V: v}, graph.Edge{U: 1, V: v})
+		if v > 2 && v%3 != 0 {
+			edges = append(edges, graph.Edge{U: v - 1, V: v})
+		}
+	}
+	g, _, err := graph.FromEdges(n, edges, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := protect.Synthetic(g, 0.3, 0, randx.Seeded(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []Kind{CN, AA, RA} {
+		sc, err := newScorer(g, p, k, accHash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sc.perQuery || sc.nonEdge {
+			t.Fatalf("%v: perQuery %v, protected non-edges %v", k, sc.perQuery, sc.nonEdge)
+		}
+		w := sc.NewWorker()
+		var r Result
+		for _, u := range []int32{0, 1, 2, 3, 1000, int32(n - 1)} {
+			w.Score(u, &r)
+			want, _ := sc.Sensitivity(u)
+			if r.DeltaS != want || w.folded != (sc.deg[u] < 1<<cBits) {
+				t.Fatalf("%v u=%d (degree %d): DeltaS %v (folded %v), the pass's %v", k, u, sc.deg[u], r.DeltaS, w.folded, want)
+			}
+		}
+		if k == CN {
+			if d, _ := sc.Sensitivity(0); d < 1<<cBits {
+				t.Fatalf("CN: hub's DeltaS %v: no count beyond a key's", d)
+			}
+		}
+	}
+}
+
 // TestSensitivityHashHubs: on hub-heavy graphs (counts in the hundreds) the
 // sensitivity pass gives the same DeltaS with the hash counters forced as
 // with the dense ones.
@@ -357,7 +415,7 @@ func TestSensitivityHashHubs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(dense.deltaS, hashed.deltaS) {
+		if !slices.Equal(dense.deltaS, hashed.sensTable()) {
 			t.Fatalf("%v: DeltaS differs between the dense and the hash counters", k)
 		}
 		if k == CN && slices.Max(dense.deltaS) < 20 { // CN's DeltaS is the largest count
@@ -386,7 +444,7 @@ func TestHashGenerationWrap(t *testing.T) {
 		if w.hgen != 1 {
 			t.Fatalf("%v: first generation %d", k, w.hgen)
 		}
-		w.hgen = ^uint32(0)
+		w.hgen = genMax
 		for _, u := range []int32{0, 5, 400} { // 0 again, at generation 1 again: the same slots
 			w.Score(u, &got)
 			ref.Score(u, &want)

@@ -94,7 +94,16 @@ type Scorer struct {
 
 	dw []dweight // AA/RA weights of a common neighbour by its degree
 
-	deltaS []float64 // per query, invariant (see Sensitivity)
+	// deltaS is every query's sensitivity (see Sensitivity): computed by
+	// New, or, when perQuery, on the first call that needs the table
+	// (sensTable). perQuery scorers (large graphs, AA, RA, CN) find a
+	// query's DeltaS in Worker.Score instead: from the counts of its
+	// table's slots when no protected pair is a non-edge (nonEdge false),
+	// else by the pass for that query alone. Either way the same value.
+	deltaS   []float64
+	sensOnce sync.Once
+	perQuery bool
+	nonEdge  bool // some protected pair is not an edge of g
 
 	// Bounded scores (NewBounded).
 	name   string
@@ -141,8 +150,38 @@ func newScorer(g *graph.Graph, p *protect.Set, k Kind, mode accMode) (*Scorer, e
 	case RA:
 		s.dw = s.degWeights(func(d int32) float64 { return 1 / float64(d) })
 	}
-	s.sensitivities()
+	// On a graph whose queries may use tables, a batch scores each query
+	// once and the pass over every node would cost about a quarter of the
+	// scoring: the queries find their own (perQuery).
+	switch k {
+	case AA, RA, CN:
+		s.perQuery = s.hashWanted(int64(pow2(n)) * int64(unsafe.Sizeof(accum{})))
+	}
+	if !s.perQuery {
+		s.sensitivities()
+	}
 	return s, nil
+}
+
+// sensTable is deltaS, computed on the first call of a perQuery scorer.
+func (s *Scorer) sensTable() []float64 {
+	if s.perQuery {
+		s.sensOnce.Do(s.sensitivities)
+	}
+	return s.deltaS
+}
+
+// deltaOf is the §4 table's deltaS (see Sensitivity) from b(u) and c(u),
+// for AA, RA and CN.
+func (s *Scorer) deltaOf(b, c int) float64 {
+	switch s.kind {
+	case CN:
+		return float64(max(b, c))
+	case AA:
+		return float64(b+c) / math.Ln2
+	default: // RA
+		return float64(b+c) / 2
+	}
 }
 
 // Kind is the score the scorer computes.
@@ -166,8 +205,12 @@ func (s *Scorer) split() {
 	hugepage.Slice(s.sp)
 	// Each node writes only its own list and entries: on all cores.
 	parallelNodes(n, func() func(z int32) { return s.splitNode })
-	for _, d := range s.deg {
+	poff, _ := s.p.CSR()
+	for z, d := range s.deg {
 		s.maxDeg = max(s.maxDeg, d)
+		if poff[z+1]-poff[z] != int64(d-s.pubDeg[z]) {
+			s.nonEdge = true
+		}
 	}
 }
 
@@ -278,8 +321,12 @@ func (s *Scorer) degWeights(f func(int32) float64) []dweight {
 // sMax: CN counts a subset of N(u); AA/RA have at most deg(u) terms, each at
 // most 1/ln 2 (resp. 1/2); JC is a ratio of nested sets; deg(v) <= |V|-1.
 // The same bounds hold for s_pub.
+//
+// A scorer of a large graph (AA, RA, CN) computes the table of every
+// query's deltaS on the first call (a pass on all cores); Worker.Score
+// finds the same value per query without it.
 func (s *Scorer) Sensitivity(u int32) (deltaS, sMax float64) {
-	return s.deltaS[u], s.sMax(u)
+	return s.sensTable()[u], s.sMax(u)
 }
 
 func (s *Scorer) sMax(u int32) float64 {
@@ -342,16 +389,7 @@ func sensitivitiesWith[T ~uint16 | ~uint32](s *Scorer) {
 			} else {
 				b, c = bc(s, u, cnt, touched)
 			}
-			var d float64
-			switch s.kind {
-			case CN:
-				d = float64(max(b, c))
-			case AA:
-				d = float64(b+c) / math.Ln2
-			case RA:
-				d = float64(b+c) / 2
-			}
-			s.deltaS[u] = d
+			s.deltaS[u] = s.deltaOf(b, c)
 		}
 	})
 }

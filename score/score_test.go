@@ -492,12 +492,18 @@ func TestNewErrors(t *testing.T) {
 // with 16-bit counters (used when every degree is below 2^16) and 32-bit
 // ones (larger degrees), with the dense counters and with the hash table of
 // large graphs, and all match b(u) and c(u) counted from their definitions
-// (privacy-model §4).
+// (privacy-model §4). So does the DeltaS a Worker finds per query on
+// large graphs (forced here): folded into the table's scatter when every
+// protected pair is an edge (odd graphs), else by the pass for u alone.
 func TestSensitivityCounterWidths(t *testing.T) {
 	rng := randx.Seeded(23)
 	for gi := range 12 {
 		n := 8 + gi*3
-		g, p, _ := randomInstance(t, rng, n, 0.4, 0.4, 0.3)
+		pn := 0.3
+		if gi%2 == 1 {
+			pn = 0 // no protected non-edges: the fold
+		}
+		g, p, _ := randomInstance(t, rng, n, 0.4, 0.4, pn)
 		for _, km := range []struct {
 			k    Kind
 			mode accMode
@@ -509,12 +515,23 @@ func TestSensitivityCounterWidths(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			narrow := slices.Clone(sc.deltaS)
+			if sc.perQuery != (km.mode == accHash) {
+				t.Fatalf("%v mode %d: perQuery %v", k, km.mode, sc.perQuery)
+			}
+			sc.perQuery = true
+			w := sc.NewWorker()
+			var r Result
+			narrow := slices.Clone(sc.sensTable())
 			sensitivitiesWith[uint32](sc)
 			if !slices.Equal(narrow, sc.deltaS) {
 				t.Fatalf("%v graph %d: 16-bit %v, 32-bit %v", k, gi, narrow, sc.deltaS)
 			}
+			folds := 0
 			for u := int32(0); int(u) < n; u++ {
+				w.Score(u, &r)
+				if w.folded {
+					folds++
+				}
 				b, c := 0, 0
 				cnt := map[int32]int{}
 				for _, x := range g.Neighbors(u) {
@@ -530,6 +547,12 @@ func TestSensitivityCounterWidths(t *testing.T) {
 				if sc.deltaS[u] != want {
 					t.Fatalf("%v graph %d u %d: DeltaS %v, from the definition %v (b %d, c %d)", k, gi, u, sc.deltaS[u], want, b, c)
 				}
+				if r.DeltaS != want {
+					t.Fatalf("%v graph %d u %d: the worker's DeltaS %v (folded %v), from the definition %v (b %d, c %d)", k, gi, u, r.DeltaS, w.folded, want, b, c)
+				}
+			}
+			if wantFolds := km.mode == accHash && !sc.nonEdge; (folds == n) != wantFolds || sc.nonEdge != (pn > 0) {
+				t.Fatalf("%v graph %d mode %d: %d of %d queries folded (protected non-edges %v)", k, gi, km.mode, folds, n, sc.nonEdge)
 			}
 		}
 	}

@@ -302,7 +302,7 @@ func (s *Scorer) evidenceOne(u int32, unit privunit.Unit, maxProtU int, sc *evSc
 			} else {
 				l1 = sc.maxReset()
 			}
-			linf = s.deltaS[u]
+			linf = s.sensTable()[u]
 		}
 	case JC, PA:
 		// Count the protected pairs not incident to u by how many endpoints
@@ -338,7 +338,7 @@ func (s *Scorer) evidenceOne(u int32, unit privunit.Unit, maxProtU int, sc *evSc
 		}
 		if unit == privunit.Party {
 			l1 *= float64(maxProtU)
-			linf = s.deltaS[u]
+			linf = s.sensTable()[u]
 		}
 	}
 	linf = min(linf, l1)

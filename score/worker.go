@@ -74,6 +74,18 @@ type Worker struct {
 	// nbMarked: every neighbour of the last hashed query has a slot
 	// (markNeighbours), so InZero needs no search of the adjacency.
 	nbMarked bool
+	// folded: the last query's DeltaS came from b(u) and c(u) (foldB,
+	// foldC) of Sensitivity as its scatter found them: a table query of
+	// AA, RA or CN, of a perQuery scorer without protected non-edges.
+	folded       bool
+	foldB, foldC int
+
+	// The per-query sensitivity pass (sensOne) of a scorer without a
+	// table of sensitivities: dense counters (made on first use) or a
+	// table.
+	bc16 []uint16
+	bc32 []uint32
+	bct  []cslot
 
 	u      int32
 	scored bool
@@ -123,25 +135,81 @@ func (w *Worker) Score(u int32, r *Result) {
 	w.u, w.scored = u, true
 	r.U = u
 	r.Cands, r.S, r.Pub = r.Cands[:0], r.S[:0], r.Pub[:0]
-	r.DeltaS, r.SMax = s.Sensitivity(u)
+	r.SMax = s.sMax(u)
 	r.Wedges = 0
 	r.SRange = false // set by the paths that find the range
+	size := 0 // the table's, or 0: the dense accumulators or counters
+	switch s.kind {
+	case CN, JC, AA, RA:
+		_, size = w.useHash(nbU)
+	}
+	// DeltaS: from the scorer's table, or found by this query's scatter
+	// (a table of the query, every protected pair an edge), or by the
+	// sensitivity pass for u alone, run here while touched is free.
+	fold := false
+	switch {
+	case !s.perQuery:
+		r.DeltaS = s.deltaS[u]
+	case size > 0 && !s.nonEdge && len(nbU) < 1<<cBits && s.kind != JC:
+		fold = true
+	default:
+		r.DeltaS = w.sensOne(u)
+	}
+	w.folded = false
 	switch s.kind {
 	case CN, JC:
-		if ok, size := w.useHash(nbU); ok {
+		if size > 0 {
 			w.sums(u, r, size)
 		} else {
 			w.counts(u, r)
 		}
 	case AA, RA:
-		_, size := w.useHash(nbU) // 0: the dense accumulators
 		w.sums(u, r, size)
 	case PA:
 		w.pa(u, r)
 	case Bounded:
 		w.bounded(u, r)
 	}
+	switch {
+	case !fold:
+		w.folded = false
+	case w.folded:
+		r.DeltaS = s.deltaOf(w.foldB, w.foldC)
+	default: // not reached: a table query of AA, RA or CN folds
+		r.DeltaS = s.sensTable()[u]
+	}
 	r.Zero = s.n - 1 - len(nbU) - len(r.Cands)
+}
+
+// sensOne is DeltaS of query u by the sensitivity pass for u alone (bc or
+// bcHash, as the scorer's pass would run it), with the worker's scratch
+// space. It must run before the query's scatter: it uses touched.
+func (w *Worker) sensOne(u int32) float64 {
+	s := w.s
+	n := pow2(s.n)
+	var b, c int
+	wide := s.maxDeg >= 1<<16
+	dense := n * 2
+	if wide {
+		dense = n * 4
+	}
+	if size := s.bcHashSize(u, dense); size > 0 {
+		if len(w.bct) < size {
+			w.bct = newCslots(size)
+		}
+		b, c = bcHash(s, u, w.bct[:size], w.touched)
+	} else if wide {
+		if w.bc32 == nil {
+			w.bc32 = make([]uint32, n)
+		}
+		b, c = bc(s, u, w.bc32, w.touched)
+	} else {
+		if w.bc16 == nil {
+			w.bc16 = make([]uint16, n)
+		}
+		b, c = bc(s, u, w.bc16, w.touched)
+	}
+	return s.deltaOf(b, c)
 }
 
 func (w *Worker) reset() {
@@ -444,6 +512,13 @@ func (w *Worker) sums(u int32, r *Result, size int) {
 	// are protected, so degPub_u(z) counts u too: of pubDeg(z)+1.
 	npU := int(sp[u].np)
 	var part int32
+	// bu is b(u) of Sensitivity when every protected pair is an edge: some
+	// neighbour z has a protected neighbour other than u (z's protected
+	// neighbours are u alone when it has one and {u,z} is protected).
+	bu := 0
+	// counted: the slots count the protected wedges (the counts, at most
+	// deg(u), fit in a key).
+	counted := len(nbU) < 1<<cBits
 	for i, z := range nbU {
 		s.ahead(nbU, i)
 		if i == npU {
@@ -454,12 +529,19 @@ func (w *Worker) sums(u int32, r *Result, size int) {
 		if dw != nil {
 			a, b = dw[x.deg].w, dw[x.np+part].p
 		}
+		if q := x.deg - x.np; q > 1 || (q == 1 && part == 0) {
+			bu = 1
+		}
 		lo, mid, hi := x.lo, x.lo+int64(x.np), x.lo+int64(x.deg)
 		wedges += hi - lo
-		if tab != nil {
+		switch {
+		case tab != nil && counted:
+			nt = addHashSums(tab, tch, adj[lo:mid], a, b, shift, gen, nt)
+			nt = addHashProt(tab, tch, adj[mid:hi], a, shift, gen, nt)
+		case tab != nil:
 			nt = addHashSums(tab, tch, adj[lo:mid], a, b, shift, gen, nt)
 			nt = addHashSums(tab, tch, adj[mid:hi], a, 0, shift, gen, nt)
-		} else {
+		default:
 			nt = addSums(acc, tch, adj[lo:mid], a, b, nt)
 			nt = addSums(acc, tch, adj[mid:hi], a, 0, nt)
 		}
@@ -484,9 +566,11 @@ func (w *Worker) sums(u int32, r *Result, size int) {
 		k = extractHashJC(r.Cands, r.S, r.Pub, tab, tch[:nt], sp, s.deg[u])
 		w.flipHash(u, nbU)
 	default:
+		var cu int32
 		w.flipHash(u, nbU)
-		k, lo, hi = extractHash(r.Cands, r.S, r.Pub, tab, tch[:nt])
+		k, lo, hi, cu = extractHash(r.Cands, r.S, r.Pub, tab, tch[:nt], u)
 		w.flipHash(u, nbU)
+		w.foldB, w.foldC, w.folded = bu, int(cu), counted
 	}
 	if tab != nil {
 		w.nbMarked = markNeighbours(tab, nbU, shift, gen, nt)
