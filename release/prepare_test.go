@@ -174,11 +174,11 @@ func TestStreamSamplesWhilePreparing(t *testing.T) {
 	}
 }
 
-// The backlog kept while the blocks are recorded is about one list in 64,
-// between 24 and 32 windows of 4,096.
+// The backlog of sampled windows is about one list in 6, between 24 and
+// 384 windows of 4,096.
 func TestReadyWindows(t *testing.T) {
 	for _, c := range []struct{ n, want int }{
-		{0, 24}, {65536, 24}, {1_000_000, 24}, {1_638_399, 24}, {1_638_400, 25}, {5_000_000, 76}, {6_291_455, 95}, {6_291_456, 96}, {10_000_000, 96}, {1 << 31, 96},
+		{0, 24}, {65536, 24}, {614_399, 24}, {614_400, 25}, {1_000_000, 40}, {5_000_000, 203}, {9_437_183, 383}, {9_437_184, 384}, {10_000_000, 384}, {1 << 31, 384},
 	} {
 		if got := release.ReadyWindowsForTest(c.n); got != c.want {
 			t.Errorf("%d users: %d windows, want %d", c.n, got, c.want)
@@ -294,7 +294,8 @@ func TestPreparationStartedEarly(t *testing.T) {
 		}
 		return out
 	}
-	plain, err := release.New(m, g, p, release.WithStore(openStore(t)), release.WithSeed(9))
+	plainSt := openStore(t)
+	plain, err := release.New(m, g, p, release.WithStore(plainSt), release.WithSeed(9))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,6 +324,28 @@ func TestPreparationStartedEarly(t *testing.T) {
 		if !slices.Equal(got[i], want[i]) {
 			t.Fatalf("list %d: %v with the early recording, %v without", i, got[i], want[i])
 		}
+	}
+	// The windows sampled while the blocks were recorded built their
+	// releases when charged (lean windows): the ledger holds the same
+	// releases, influence sets included, as without the early recording.
+	lean := 0
+	for u := range int32(g.N()) {
+		ctx := context.Background()
+		a, okA, errA := plainSt.Latest(ctx, g.Label(u), plain.ModelID(), 5, ledger.Seeded)
+		b, okB, errB := st.inner.Latest(ctx, g.Label(u), rec.ModelID(), 5, ledger.Seeded)
+		if errA != nil || errB != nil || !okA || !okB {
+			t.Fatalf("user %s: releases %v %v, %v %v", g.Label(u), okA, errA, okB, errB)
+		}
+		if !slices.Equal(a.List, b.List) || a.Cost != b.Cost || a.Rho != b.Rho || a.PartyCost != b.PartyCost ||
+			!slices.Equal(a.InfluencerLabels(), b.InfluencerLabels()) {
+			t.Fatalf("user %s: release %+v with the early recording, %+v without", g.Label(u), b, a)
+		}
+		if len(a.InfluencerLabels()) > 0 {
+			lean++
+		}
+	}
+	if lean == 0 {
+		t.Fatal("no release records an influence set")
 	}
 	// A later batch does not record again.
 	lists(rec)

@@ -165,8 +165,9 @@ func (r *Recommender) Recommend(ctx context.Context, users []string, k int, opts
 // Stream releases lists for users (node ids) and calls emit(i, result) in
 // the order of users as soon as each result is ready and (with a store)
 // its charge is committed. Memory is bounded by the windows of users in
-// flight (a few; up to readyMax, 32 of 4,096 users, while the store records
-// the influence blocks of a large batch), independent of len(users).
+// flight and sampled ahead of the charges (readyWindows: at least 24 and
+// at most 384 of 4,096 users; those that wait hold only their lists' ids),
+// independent of len(users).
 // Charges are committed in batches of 4,096 users (one transaction per
 // batch). emit is called from the caller's goroutine, one result at a
 // time. A batch of one window (a service's request) is also sampled (on
@@ -194,19 +195,20 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 		// One window (a service's request): prepared, charged and emitted
 		// in the caller's goroutine, without the pipeline's goroutine and
 		// channel (a hand-off per request).
-		w, err := r.prepare(ctx, c, users, k, nw)
+		w, err := r.prepare(ctx, c, users, k, nw, false)
 		if err != nil {
 			return err
 		}
 		return r.chargeEmit(ctx, w, k, 0, emit)
 	}
 	// Two stages: while window w is charged (one transaction, mostly on one
-	// core) and emitted, the next windows are looked up and sampled on all
-	// cores. Two windows are prepared ahead, so that a long transaction
-	// (the first ones of a new ledger record many labels and influence
-	// blocks) does not leave the cores idle. A user in two windows is
-	// still charged once for a sticky list: the charge's idempotency key
-	// finds the first release.
+	// core) and emitted, a producer goroutine samples the next windows on
+	// the other cores, two in flight, into a backlog of up to readyWindows,
+	// whatever the charges are doing (when it only refilled the two in
+	// flight after each charge, a window finished during a charge left its
+	// core idle: 6-9% of the machine in the 10 M release). A user in two
+	// windows is still charged once for a sticky list: the charge's
+	// idempotency key finds the first release.
 	const ahead = 2
 	// Workers per window: a batch of several windows samples each of the
 	// two in flight with half the cores, so that the charging goroutine
@@ -222,27 +224,6 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type prepared struct {
-		w   *window
-		err error
-	}
-	start := func(lo, nw int) chan prepared {
-		ch := make(chan prepared, 1)
-		go func() {
-			w, err := r.prepare(pctx, c, users[lo:min(lo+batch, len(users))], k, nw)
-			ch <- prepared{w, err}
-		}()
-		return ch
-	}
-	var queue []chan prepared // windows in flight, in order
-	var ready []*window       // sampled windows, in order, before queue's
-	next := 0                 // first user of the next window to start
-	fill := func(ahead, nw int) {
-		for len(queue) < ahead && next < len(users) {
-			queue = append(queue, start(next, nw))
-			next += batch
-		}
-	}
 	// A batch over most of the graph meets most influence blocks: the
 	// store records them (and their labels) at once, before the first
 	// charge, rather than in the charge transactions. That is mostly one
@@ -251,80 +232,160 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 	// readyWindows of them.
 	ready0 := readyWindows(len(users), batch)
 	prep := r.preparation(pctx, len(users)) // nil when nothing is recorded first
+	prepDone := make(chan struct{})         // closed once the recording is over
+	if prep == nil {
+		close(prepDone)
+	}
+	out := make(chan prepared, ready0) // sampled windows, in order: the backlog
+	taken := make(chan struct{}, 1)    // a window taken out of the backlog
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		r.produce(pctx, c, users, k, batch, ahead, per, prepDone, out, taken)
+	}()
 	defer func() {
-		if len(queue) > 0 || prep != nil { // an error left work in flight: wait for it
-			cancel()
-			for _, ch := range queue {
-				<-ch
-			}
-			if prep != nil {
-				<-prep
-			}
+		// An error or a cancellation left work in flight: stop it and wait.
+		cancel()
+		for range out {
+		}
+		<-produced
+		if prep != nil {
+			<-prep
 		}
 	}()
 	if prep != nil {
-		fill(1, 1)
-	} else {
-		fill(ahead, per)
+		err := <-prep
+		prep = nil
+		if err != nil {
+			return err
+		}
+		close(prepDone)
 	}
-	for prep != nil {
-		var done chan prepared // nil (never ready) when nothing is in flight or enough is ready
-		if len(queue) > 0 && len(ready) < ready0 {
-			done = queue[0]
+	var peek *window // the backlog's next window, taken out of out early
+	for lo := 0; lo < len(users); lo += batch {
+		w := peek
+		peek = nil
+		if w == nil {
+			p, ok := <-out
+			if !ok {
+				return ctx.Err() // the producer stopped early: cancelled
+			}
+			if p.err != nil {
+				return p.err
+			}
+			w = p.w
 		}
 		select {
-		case err := <-prep:
-			prep = nil
-			if err != nil {
-				return err
-			}
-		case p := <-done:
-			queue = queue[1:]
-			if p.err != nil {
-				return p.err
-			}
-			ready = append(ready, p.w)
-			fill(1, 1)
+		case taken <- struct{}{}:
+		default:
 		}
-	}
-	for lo := 0; lo < len(users); lo += batch {
-		if len(ready) > 0 {
-			// Charging a backlog: windows sampled meanwhile join it, so
-			// that the next ones start on the cores the charges leave.
-			for len(queue) > 0 && len(ready) < ready0 {
-				var p prepared
-				select {
-				case p = <-queue[0]:
-				default:
-				}
-				if p.w == nil && p.err == nil {
-					break // still in flight
-				}
-				queue = queue[1:]
-				if p.err != nil {
-					return p.err
-				}
-				ready = append(ready, p.w)
-			}
-		} else {
-			p := <-queue[0]
-			queue = queue[1:]
-			if p.err != nil {
-				return p.err
-			}
-			ready = append(ready, p.w)
-		}
-		w := ready[0]
-		ready = ready[1:]
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		fill(ahead, per)
+		// While a backlog is charged, the next lean window's releases are
+		// built beside this charge.
+		select {
+		case p, ok := <-out:
+			if ok {
+				if p.err != nil {
+					return p.err
+				}
+				peek = p.w
+				r.buildRecs(pctx, peek, k)
+			}
+		default:
+		}
 		if err := r.chargeEmit(ctx, w, k, lo, emit); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// backlogSlack is the backlog from which Stream's producer keeps one
+// window in flight instead of two (see produce).
+const backlogSlack = 4
+
+// prepared is a window sampled by Stream's producer, or its error.
+type prepared struct {
+	w   *window
+	err error
+}
+
+// produce samples the windows of users (batch users each) in order into
+// out, which holds the backlog the charges have not taken yet (at most its
+// capacity: sampling waits when it is full, so memory stays bounded). It
+// keeps ahead windows in flight with per workers each, but one with one
+// worker until prepDone is closed (the store's recording keeps a core),
+// and one while the backlog holds backlogSlack windows or more: the
+// charges, one transaction at a time, are then what the release waits
+// for, and two samplers beside them slowed them down and left a backlog
+// to charge on one core at the end. taken wakes it when the charges take
+// a window. A window is lean (window.lean) when it will wait: while the
+// store records and while a backlog is waiting. It closes out when every
+// window is sampled, after an error (sent as the last item) or when ctx is
+// done, always after every window it started has stopped.
+func (r *Recommender) produce(ctx context.Context, c call, users []int32, k, batch, ahead, per int, prepDone <-chan struct{}, out chan<- prepared, taken <-chan struct{}) {
+	defer close(out)
+	var queue []chan prepared // windows in flight, in order
+	defer func() {
+		for _, ch := range queue {
+			<-ch
+		}
+	}()
+	next := 0
+	for {
+		preparing := true
+		select {
+		case <-prepDone:
+			preparing = false
+		default:
+		}
+		limit, nw := ahead, per
+		switch {
+		case preparing:
+			limit, nw = 1, 1
+		case len(out) >= backlogSlack:
+			limit = 1
+		}
+		for len(queue) < limit && next < len(users) {
+			lo, lean := next, preparing || len(out) > 0
+			ch := make(chan prepared, 1)
+			go func() {
+				w, err := r.prepare(ctx, c, users[lo:min(lo+batch, len(users))], k, nw, lean)
+				ch <- prepared{w, err}
+			}()
+			queue = append(queue, ch)
+			next += batch
+		}
+		if len(queue) == 0 && next >= len(users) {
+			return
+		}
+		var first chan prepared // nil (never ready) when nothing is in flight
+		if len(queue) > 0 {
+			first = queue[0]
+		}
+		var raised <-chan struct{} // wakes the loop to raise the limit
+		if preparing {
+			raised = prepDone
+		}
+		select {
+		case <-taken:
+		case p := <-first:
+			queue = queue[1:]
+			select {
+			case out <- p:
+			case <-ctx.Done():
+				return
+			}
+			if p.err != nil {
+				return
+			}
+		case <-raised:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // chargeEmit charges the prepared window w, whose first user is the
@@ -346,21 +407,21 @@ func (r *Recommender) chargeEmit(ctx context.Context, w *window, k, lo int, emit
 	return nil
 }
 
-// readyWindows is the number of sampled windows a batch of n users keeps
-// waiting while the store records the influence blocks: about one list in
-// 16 (a sampled list holds about 2.75 KB until it is charged), at least
-// readyMin windows and at most readyMax (393,216 lists). At 1 M users that
-// is 24 windows: since the recording starts before the scorer is fitted
-// (StartPreparation), 24 took the 1 M release 0.8 s faster than 8 (2
-// alternated pairs, 0.2 GB more at the peak). At 10 M, 96: the recording
-// outlasts the sensitivity pass by about 20 s, and 32 windows left the
-// freed core idle for most of them (the release took 345 s against 358 s,
-// with the same peak RSS).
+// readyWindows is the number of sampled windows a batch of n users may
+// keep waiting for their charges (Stream's backlog): about one list in 6,
+// at least readyMin windows and at most readyMax (1,572,864 lists). The
+// backlog is long only while the store records the influence blocks
+// (the first 80 s of the 10 M release, one core's SQL), and the windows
+// sampled then are lean (about 0.5 KB a list until charged, where a
+// window's releases hold about 2.75 KB). At 10 M, 96 windows filled in
+// about 25 s and left a core idle for the next 50 (after the scorer
+// stopped running a sensitivity pass beside the recording); 384 keep it
+// busy.
 func readyWindows(n, batch int) int {
-	return min(readyMax, max(readyMin, n/(16*batch)))
+	return min(readyMax, max(readyMin, n/(6*batch)))
 }
 
-var readyMin, readyMax = 24, 96 // variables for tests
+var readyMin, readyMax = 24, 384 // variables for tests
 
 // window is one batch of users, looked up and sampled, not yet charged.
 type window struct {
@@ -369,13 +430,20 @@ type window struct {
 	outs  []Outcome
 	todo  []int            // indexes of users that need a fresh list
 	recs  []ledger.Release // their releases, in the order of todo
+	// lean: recs are built when the window is charged (leanRecs), from
+	// outs and idem: a window sampled ahead while the store records the
+	// influence blocks then holds the ids of its lists (about 0.2 KB a
+	// list) instead of their labels and influence sets (about 1.5 KB).
+	lean  bool
+	idem  string
+	built chan error // a lean window's releases being built (buildRecs)
 }
 
 // prepare looks up the re-served lists of a batch of users (unless c is
 // fresh) and samples the others in parallel; nothing is charged or returned
 // yet.
-func (r *Recommender) prepare(ctx context.Context, c call, users []int32, k int, nw int) (*window, error) {
-	w := &window{users: users, res: make([]Result, len(users)), todo: make([]int, 0, len(users))}
+func (r *Recommender) prepare(ctx context.Context, c call, users []int32, k int, nw int, lean bool) (*window, error) {
+	w := &window{users: users, res: make([]Result, len(users)), todo: make([]int, 0, len(users)), lean: lean}
 	var prevs map[string]ledger.Release
 	if r.store != nil && !c.fresh {
 		labels := make([]string, len(users))
@@ -404,7 +472,9 @@ func (r *Recommender) prepare(ctx context.Context, c call, users []int32, k int,
 		w.todo = append(w.todo, i)
 	}
 	w.outs = make([]Outcome, len(users))
-	w.recs = make([]ledger.Release, len(w.todo))
+	if !lean {
+		w.recs = make([]ledger.Release, len(w.todo))
+	}
 	idem := c.idem
 	if idem == "" && !c.fresh && r.store != nil {
 		// Concurrent first requests for the same sticky list (other
@@ -413,6 +483,7 @@ func (r *Recommender) prepare(ctx context.Context, c call, users []int32, k int,
 		// never answers a private request.
 		idem = fmt.Sprintf("sticky:%s:k=%d", r.modelID, k)
 	}
+	w.idem = idem
 	// Each user's generator comes from the user (seeded runs) or is the
 	// worker's crypto stream, so the lists do not depend on scheduling.
 	// The worker also builds the release to charge (its influence set
@@ -434,7 +505,9 @@ func (r *Recommender) prepare(ctx context.Context, c call, users []int32, k int,
 		// Sampler buffers are reused: copy the ids out.
 		out.IDs = append([]int32(nil), out.IDs...)
 		w.outs[i] = out
-		w.recs[j] = r.ledgerRelease(users[i], k, out, idem)
+		if !lean {
+			w.recs[j] = r.ledgerRelease(users[i], k, out, idem)
+		}
 		return nil
 	})
 	for _, ws := range states {
@@ -446,9 +519,38 @@ func (r *Recommender) prepare(ctx context.Context, c call, users []int32, k int,
 	return w, nil
 }
 
+// buildRecs starts building the releases of a lean window on all cores,
+// as prepare does for the others: the same releases (ledgerRelease is a
+// function of the user, k, the outcome and the key). Stream starts it for
+// the next window of a backlog while the current one is charged; commit
+// waits for it (starting it if nobody has).
+func (r *Recommender) buildRecs(ctx context.Context, w *window, k int) {
+	if !w.lean || w.built != nil {
+		return
+	}
+	ch := make(chan error, 1)
+	w.built = ch
+	go func() {
+		recs := make([]ledger.Release, len(w.todo))
+		err := par.Run(ctx, len(w.todo), par.Options{Chunk: 256}, func(int) struct{} { return struct{}{} }, func(_ struct{}, j int) error {
+			i := w.todo[j]
+			recs[j] = r.ledgerRelease(w.users[i], k, w.outs[i], w.idem)
+			return nil
+		})
+		w.recs = recs // read after the receive from ch
+		ch <- err
+	}()
+}
+
 // commit charges a prepared window in one transaction and fills in its
 // results; only then may they be returned.
 func (r *Recommender) commit(ctx context.Context, w *window, k int) ([]Result, error) {
+	if w.lean {
+		r.buildRecs(ctx, w, k)
+		if err := <-w.built; err != nil {
+			return nil, err
+		}
+	}
 	res, outs, todo, recs := w.res, w.outs, w.todo, w.recs
 	if r.store != nil && len(recs) > 0 {
 		cr, err := r.store.ChargeBatch(ctx, recs, r.cap)

@@ -138,7 +138,7 @@ func (w *Worker) Score(u int32, r *Result) {
 	r.SMax = s.sMax(u)
 	r.Wedges = 0
 	r.SRange = false // set by the paths that find the range
-	size := 0 // the table's, or 0: the dense accumulators or counters
+	size := 0        // the table's, or 0: the dense accumulators or counters
 	switch s.kind {
 	case CN, JC, AA, RA:
 		_, size = w.useHash(nbU)
