@@ -174,11 +174,11 @@ func TestStreamSamplesWhilePreparing(t *testing.T) {
 	}
 }
 
-// The backlog of sampled windows is about one list in 6, between 24 and
-// 384 windows of 4,096.
+// The backlog of sampled windows is about one list in 5, between 24 and
+// 512 windows of 4,096.
 func TestReadyWindows(t *testing.T) {
 	for _, c := range []struct{ n, want int }{
-		{0, 24}, {65536, 24}, {614_399, 24}, {614_400, 25}, {1_000_000, 40}, {5_000_000, 203}, {9_437_183, 383}, {9_437_184, 384}, {10_000_000, 384}, {1 << 31, 384},
+		{0, 24}, {65536, 24}, {511_999, 24}, {512_000, 25}, {1_000_000, 48}, {5_000_000, 244}, {10_000_000, 488}, {10_485_759, 511}, {10_485_760, 512}, {1 << 31, 512},
 	} {
 		if got := release.ReadyWindowsForTest(c.n); got != c.want {
 			t.Errorf("%d users: %d windows, want %d", c.n, got, c.want)

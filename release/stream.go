@@ -166,7 +166,7 @@ func (r *Recommender) Recommend(ctx context.Context, users []string, k int, opts
 // the order of users as soon as each result is ready and (with a store)
 // its charge is committed. Memory is bounded by the windows of users in
 // flight and sampled ahead of the charges (readyWindows: at least 24 and
-// at most 384 of 4,096 users; those that wait hold only their lists' ids),
+// at most 512 of 4,096 users; those that wait hold only their lists' ids),
 // independent of len(users).
 // Charges are committed in batches of 4,096 users (one transaction per
 // batch). emit is called from the caller's goroutine, one result at a
@@ -408,20 +408,22 @@ func (r *Recommender) chargeEmit(ctx context.Context, w *window, k, lo int, emit
 }
 
 // readyWindows is the number of sampled windows a batch of n users may
-// keep waiting for their charges (Stream's backlog): about one list in 6,
-// at least readyMin windows and at most readyMax (1,572,864 lists). The
+// keep waiting for their charges (Stream's backlog): about one list in 5,
+// at least readyMin windows and at most readyMax (2,097,152 lists). The
 // backlog is long only while the store records the influence blocks
 // (the first 80 s of the 10 M release, one core's SQL), and the windows
 // sampled then are lean (about 0.5 KB a list until charged, where a
 // window's releases hold about 2.75 KB). At 10 M, 96 windows filled in
 // about 25 s and left a core idle for the next 50 (after the scorer
-// stopped running a sensitivity pass beside the recording); 384 keep it
-// busy.
+// stopped running a sensitivity pass beside the recording); 384 filled
+// just before the recording's last checkpoint, whose writes (about 1.5 GB)
+// then stalled both cores for 5-10 s; 488 keep the sampler busy through
+// it (308.6 s against 328.4-336.8 s).
 func readyWindows(n, batch int) int {
-	return min(readyMax, max(readyMin, n/(6*batch)))
+	return min(readyMax, max(readyMin, n/(5*batch)))
 }
 
-var readyMin, readyMax = 24, 384 // variables for tests
+var readyMin, readyMax = 24, 512 // variables for tests
 
 // window is one batch of users, looked up and sampled, not yet charged.
 type window struct {
