@@ -245,11 +245,12 @@ func TestScoreMatchesPairHubs(t *testing.T) {
 	}
 }
 
-// TestKernelWideCounters: two non-adjacent hubs sharing 2^15 + 4 leaves
-// (CN(0, 1) does not fit in a 16-bit count), the leaves partly linked in a
-// path: CN and JC take the 64-bit counters and match the reference and the
-// definitions.
-func TestKernelWideCounters(t *testing.T) {
+// twoHubs is the graph of TestKernelWideCounters and
+// TestSensitivityPerQueryHubs: two non-adjacent hubs 0 and 1 sharing
+// 2^15 + 4 leaves, the leaves partly linked in a path, 30% of the edges
+// protected (no protected non-edge).
+func twoHubs(t *testing.T) (*graph.Graph, *protect.Set) {
+	t.Helper()
 	n := 1<<15 + 6
 	var edges []graph.Edge
 	for v := int32(2); int(v) < n; v++ {
@@ -266,6 +267,16 @@ func TestKernelWideCounters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return g, p
+}
+
+// TestKernelWideCounters: two non-adjacent hubs sharing 2^15 + 4 leaves
+// (CN(0, 1) does not fit in a 16-bit count), the leaves partly linked in a
+// path: CN and JC take the 64-bit counters and match the reference and the
+// definitions.
+func TestKernelWideCounters(t *testing.T) {
+	g, p := twoHubs(t)
+	n := g.N()
 	for _, k := range []Kind{CN, JC} {
 		sc, err := New(g, p, k)
 		if err != nil {
@@ -356,22 +367,8 @@ func TestUseHash(t *testing.T) {
 // degree below 1<<cBits (whose counts fit in a slot's key) and running the
 // pass for the hubs alone.
 func TestSensitivityPerQueryHubs(t *testing.T) {
-	n := 1<<15 + 6
-	var edges []graph.Edge
-	for v := int32(2); int(v) < n; v++ {
-		edges = append(edges, graph.Edge{U: 0, V: v}, graph.Edge{U: 1, V: v})
-		if v > 2 && v%3 != 0 {
-			edges = append(edges, graph.Edge{U: v - 1, V: v})
-		}
-	}
-	g, _, err := graph.FromEdges(n, edges, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := protect.Synthetic(g, 0.3, 0, randx.Seeded(3))
-	if err != nil {
-		t.Fatal(err)
-	}
+	g, p := twoHubs(t)
+	n := g.N()
 	for _, k := range []Kind{CN, AA, RA} {
 		sc, err := newScorer(g, p, k, accHash)
 		if err != nil {
