@@ -590,9 +590,7 @@ func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
 				ids, err = insertLabels(ctx, q, labels)
 				return err
 			}
-			ids, err = insertFresh(ctx, q, "influencer_labels", "id, label", len(labels), first, func(j int, args []any) []any {
-				return append(args, labels[j])
-			})
+			ids, err = insertFreshLabels(ctx, q, labels, first)
 			return err
 		})
 		if err != nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/dplp/dplp/internal/jsonenc"
 )
 
 // Bulk recording into empty tables. The first batch release into a new
@@ -54,6 +57,40 @@ func insertFresh(ctx context.Context, q querier, table, cols string, n int, firs
 		}
 	}
 	ids := make([]int64, n)
+	for j := range ids {
+		ids[j] = first + int64(j)
+	}
+	return ids, nil
+}
+
+// freshLabelsPer is the number of labels in one statement of
+// insertFreshLabels.
+const freshLabelsPer = 8192
+
+// insertFreshLabels is insertFresh for influencer_labels: the labels of a
+// statement go as one JSON array, expanded by SQLite's json_each, instead
+// of one bound parameter per label (the driver's binding of ten million
+// parameters was a third of the labels' recording: 1.04 s against 1.55-1.60
+// s per million labels, measured with the driver alone). json_each returns
+// each JSON string's text exactly, for any label that is valid UTF-8
+// without NUL (as every influencer label is); a batch with another falls
+// back to insertFresh.
+func insertFreshLabels(ctx context.Context, q querier, labels []string, first int64) ([]int64, error) {
+	for _, w := range labels {
+		if !utf8.ValidString(w) || strings.IndexByte(w, 0) >= 0 {
+			return insertFresh(ctx, q, "influencer_labels", "id, label", len(labels), first, func(j int, args []any) []any {
+				return append(args, labels[j])
+			})
+		}
+	}
+	var buf []byte
+	for lo := 0; lo < len(labels); lo += freshLabelsPer {
+		buf = jsonenc.AppendStrings(buf[:0], labels[lo:min(lo+freshLabelsPer, len(labels))])
+		if err := q.exec(ctx, "INSERT OR FAIL INTO influencer_labels (id, label) SELECT ? + key, value FROM json_each(?)", first+int64(lo), string(buf)); err != nil {
+			return nil, err
+		}
+	}
+	ids := make([]int64, len(labels))
 	for j := range ids {
 		ids[j] = first + int64(j)
 	}

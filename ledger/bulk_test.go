@@ -65,7 +65,7 @@ func TestFreshIDs(t *testing.T) {
 // continues the sequence.
 func TestBulkMatchesInsert(t *testing.T) {
 	ctx := ctxT(t)
-	labels := []string{"", "0", "1", "10", "2", "a", "b\u00e9", "x y", "zz"}
+	labels := []string{"", "\"q\"", "0", "1", "10", "2", "<a&b>", "\\", "a", "b\u00e9", "tab\there\nnl\x01", "x y", "zz", "\u2028\U0001F600"}
 	var wants []blockWant
 	for i, body := range []string{"b1", "b2", "b3", "b2", "b4", "b5", "b1"} {
 		wants = append(wants, blockWant{z: int32(i), body: []byte(body), sum: sha256.Sum256([]byte(body))})
@@ -90,9 +90,7 @@ func TestBulkMatchesInsert(t *testing.T) {
 			if err != nil || first == 0 {
 				return fmt.Errorf("labels: first id %d (%v)", first, err)
 			}
-			if res.labelIDs, err = insertFresh(ctx, q, "influencer_labels", "id, label", len(labels), first, func(j int, args []any) []any {
-				return append(args, labels[j])
-			}); err != nil {
+			if res.labelIDs, err = insertFreshLabels(ctx, q, labels, first); err != nil {
 				return err
 			}
 			if first, err = freshIDs(ctx, q, s.b, "influence_blocks"); err != nil || first == 0 {
@@ -162,5 +160,60 @@ func TestInsertFreshArity(t *testing.T) {
 	})
 	if err == nil || !strings.Contains(err.Error(), "values for") {
 		t.Fatalf("err %v, want the arity error", err)
+	}
+}
+
+// TestInsertFreshLabelsChunks: insertFreshLabels over several statements
+// (more than freshLabelsPer labels) gives label j the id first+j, and a
+// batch with a label json_each cannot carry exactly (invalid UTF-8) takes
+// the bound parameters instead, with the same result.
+func TestInsertFreshLabelsChunks(t *testing.T) {
+	ctx := ctxT(t)
+	for _, bad := range []bool{false, true} {
+		labels := make([]string, 2*freshLabelsPer+5)
+		for j := range labels {
+			labels[j] = fmt.Sprintf("n%06d", j)
+		}
+		if bad {
+			labels[len(labels)-1] = "z\xff"
+		}
+		s := sqliteFixture.open(t).(*sqlStore)
+		var ids []int64
+		err := s.b.write(ctx, func(q querier) error {
+			first, err := freshIDs(ctx, q, s.b, "influencer_labels")
+			if err != nil || first == 0 {
+				return fmt.Errorf("first id %d (%v)", first, err)
+			}
+			ids, err = insertFreshLabels(ctx, q, labels, first)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		if err := s.b.read(ctx, func(q querier) error {
+			rs, err := q.query(ctx, "SELECT id, label FROM influencer_labels ORDER BY id")
+			if err != nil {
+				return err
+			}
+			defer rs.Close()
+			for rs.Next() {
+				var id int64
+				var w string
+				if err := rs.Scan(&id, &w); err != nil {
+					return err
+				}
+				if n >= len(labels) || id != ids[n] || id != ids[0]+int64(n) || w != labels[n] {
+					return fmt.Errorf("row %d: id %d label %q", n, id, w)
+				}
+				n++
+			}
+			return rs.Err()
+		}); err != nil {
+			t.Fatalf("bad label %v: %v", bad, err)
+		}
+		if n != len(labels) {
+			t.Fatalf("bad label %v: %d rows, want %d", bad, n, len(labels))
+		}
 	}
 }
