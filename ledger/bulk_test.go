@@ -190,30 +190,19 @@ func TestInsertFreshLabelsChunks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := 0
+		var gotIDs []int64
+		var got []string
 		if err := s.b.read(ctx, func(q querier) error {
 			rs, err := q.query(ctx, "SELECT id, label FROM influencer_labels ORDER BY id")
 			if err != nil {
 				return err
 			}
-			defer rs.Close()
-			for rs.Next() {
-				var id int64
-				var w string
-				if err := rs.Scan(&id, &w); err != nil {
-					return err
-				}
-				if n >= len(labels) || id != ids[n] || id != ids[0]+int64(n) || w != labels[n] {
-					return fmt.Errorf("row %d: id %d label %q", n, id, w)
-				}
-				n++
-			}
-			return rs.Err()
+			return scanLabels(rs, func(id int64, w string) { gotIDs, got = append(gotIDs, id), append(got, w) })
 		}); err != nil {
-			t.Fatalf("bad label %v: %v", bad, err)
+			t.Fatal(err)
 		}
-		if n != len(labels) {
-			t.Fatalf("bad label %v: %d rows, want %d", bad, n, len(labels))
+		if !slices.Equal(got, labels) || !slices.Equal(gotIDs, ids) || ids[len(ids)-1] != ids[0]+int64(len(ids)-1) {
+			t.Fatalf("bad label %v: %d rows, want %d labels with consecutive ids", bad, len(got), len(labels))
 		}
 	}
 }
