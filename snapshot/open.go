@@ -146,26 +146,38 @@ func read(base *Dataset, in Inputs) (*Dataset, error) {
 	}
 	// Marks between known nodes are kept as ids; the few that name a node
 	// not yet in the graph wait as labels until the universe is complete.
+	// The file is scanned on all cores, each block into its own part, and
+	// the parts put together in file order: the same ids, pending pairs and
+	// extra labels, in the same order, as a serial scan.
 	var ids []graph.Edge
 	var pending []labelPair
 	if in.Marks != nil {
-		if _, err := graph.ScanPairs(in.Marks, in.MarksName, func(line int64, a, b []byte, _ bool) error {
+		type part struct {
+			ids     []graph.Edge
+			pending []labelPair
+			extra   []string
+		}
+		if _, err := graph.ScanPairsParallel(in.Marks, in.MarksName, func(p *part, a, b []byte, _ bool) error {
 			if string(a) == string(b) {
 				return fmt.Errorf("node %q cannot protect a pair with itself", a)
 			}
 			u, uok := g.ID(string(a))
 			v, vok := g.ID(string(b))
 			if uok && vok {
-				ids = append(ids, graph.Edge{U: u, V: v})
+				p.ids = append(p.ids, graph.Edge{U: u, V: v})
 				return nil
 			}
 			for _, l := range [][]byte{a, b} {
 				if !known(l) {
-					extra = append(extra, string(l))
+					p.extra = append(p.extra, string(l))
 				}
 			}
-			pending = append(pending, labelPair{string(a), string(b)})
+			p.pending = append(p.pending, labelPair{string(a), string(b)})
 			return nil
+		}, func(p *part) {
+			ids = append(ids, p.ids...)
+			pending = append(pending, p.pending...)
+			extra = append(extra, p.extra...)
 		}); err != nil {
 			return nil, err
 		}
