@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"sync"
 	"testing"
@@ -180,6 +181,44 @@ func TestStmtCacheable(t *testing.T) {
 	} {
 		if got := cacheable(tc.q, tc.nargs); got != tc.want {
 			t.Errorf("cacheable(%q, %d) = %v, want %v", tc.q, tc.nargs, got, tc.want)
+		}
+	}
+}
+
+// Every write transaction of a SQLite store runs on one connection (its
+// page cache stays warm), whatever connections reads took and gave back
+// between the writes: a TEMP table, which only its own connection sees,
+// made by the first write is there in the later ones. Giving back several
+// read connections between writes is the negative control: the pool hands
+// the most recently returned one to a transaction that does not keep its
+// own.
+func TestSQLiteWritesKeepOneConnection(t *testing.T) {
+	ctx := ctxT(t)
+	s := sqliteFixture.open(t).(*sqlStore)
+	b := s.b.(*sqliteBackend)
+	if err := b.write(ctx, func(q querier) error { return q.exec(ctx, "CREATE TEMP TABLE writer_marker (x INTEGER)") }); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 5 {
+		var held []*sql.Conn
+		for range 3 {
+			c, err := b.db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
+		}
+		for _, c := range held {
+			c.Close()
+		}
+		var n int
+		if err := b.write(ctx, func(q querier) error {
+			return q.queryRow(ctx, "SELECT COUNT(*) FROM temp.sqlite_master WHERE name = 'writer_marker'").Scan(&n)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			t.Fatalf("round %d: the write ran on another connection than the first write", round)
 		}
 	}
 }
