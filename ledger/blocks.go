@@ -183,7 +183,7 @@ func dictIDs(c *labelCache, d *Dict, idx []int32, pend map[int32]int64, sc *idSc
 // assigns it).
 func encodeBlocks(c *labelCache, b *Blocks, zs, excl []int32, pendBlocks, pendLabels map[int32]int64, sc *idScratch) []byte {
 	arr := b.idsFor(c)
-	bids := make([]int64, 0, len(zs))
+	bids := slices.Grow(sc.bids[:0], len(zs))
 	for _, z := range zs {
 		id := arr[z].Load()
 		if id == 0 && pendBlocks != nil {
@@ -194,17 +194,39 @@ func encodeBlocks(c *labelCache, b *Blocks, zs, excl []int32, pendBlocks, pendLa
 		}
 		bids = append(bids, id)
 	}
-	slices.Sort(bids)
+	sc.bids = bids[:0]
+	sortSmall(bids)
 	bids = slices.Compact(bids)
 	ex, ok := dictIDs(c, b.dict, excl, pendLabels, sc)
 	if !ok {
 		return nil
 	}
 	ex = slices.Compact(ex)
-	a := appendInflSet(nil, bids, false, true)
-	out := append([]byte{0x80, 0x00, inflFormatBlocks}, binary.AppendUvarint(nil, uint64(len(a)))...)
-	out = append(out, a...)
+	// One allocation of the exact size: the blocks' part is sized before
+	// it is written behind its length.
+	na := inflSetSize(bids, false, true)
+	out := make([]byte, 0, 3+uvarintLen(uint64(na))+na+inflSetSize(ex, false, true))
+	out = append(out, 0x80, 0x00, inflFormatBlocks)
+	out = binary.AppendUvarint(out, uint64(na))
+	out = appendInflSet(out, bids, false, true)
 	return appendInflSet(out, ex, false, true)
+}
+
+// sortSmall sorts ids in increasing order: by insertion for the dozen or
+// two blocks of a release (cheaper than slices.Sort at that size), else by
+// slices.Sort.
+func sortSmall(ids []int64) {
+	if len(ids) > 32 {
+		slices.Sort(ids)
+		return
+	}
+	for i := 1; i < len(ids); i++ {
+		x, j := ids[i], i
+		for ; j > 0 && ids[j-1] > x; j-- {
+			ids[j] = ids[j-1]
+		}
+		ids[j] = x
+	}
 }
 
 // isBlockSet reports whether an encoded set is block coded (format 2).
@@ -553,6 +575,13 @@ func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
 	}
 	seen := make([]bool, d.n)
 	var ms []labelled
+	var order []int32 // the indices in label order (Dict.InLabelOrder), or nil
+	if d.order != nil {
+		if order = d.order(); len(order) != d.n {
+			order = nil
+		}
+	}
+	sorted := order != nil // ms is in label order so far
 	c.mu.RLock()
 	for z := range int32(d.n) {
 		if arr[z].Load() != 0 {
@@ -563,8 +592,8 @@ func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
 				continue
 			}
 			seen[i] = true
-			if d.bad[i] != nil {
-				continue // a release naming it is refused; never recorded
+			if d.bad[i] != nil || order != nil {
+				continue // refused by a release naming it, never recorded; or listed below
 			}
 			w := d.label(i)
 			if _, ok := c.lookup(w); !ok {
@@ -572,9 +601,36 @@ func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
 			}
 		}
 	}
+	// With an order, the members (seen) are listed in it. Each index must
+	// come once (listed clears it) and each label be above the last.
+	for _, i := range order {
+		if i < 0 || int(i) >= d.n || !seen[i] || d.bad[i] != nil {
+			continue
+		}
+		seen[i] = false
+		if w := d.label(i); !c.has(w) {
+			if len(ms) > 0 && ms[len(ms)-1].l >= w {
+				sorted = false
+			}
+			ms = append(ms, labelled{w, i})
+		}
+	}
+	if order != nil {
+		for i, left := range seen { // members the order did not list
+			if !left || d.bad[int32(i)] != nil {
+				continue
+			}
+			sorted = false
+			if w := d.label(int32(i)); !c.has(w) {
+				ms = append(ms, labelled{w, int32(i)})
+			}
+		}
+	}
 	c.mu.RUnlock()
 	if len(ms) > 0 {
-		slices.SortFunc(ms, func(x, y labelled) int { return strings.Compare(x.l, y.l) })
+		if !sorted {
+			slices.SortFunc(ms, func(x, y labelled) int { return strings.Compare(x.l, y.l) })
+		}
 		missing := make([]int32, len(ms))
 		labels := make([]string, len(ms))
 		for j, m := range ms {

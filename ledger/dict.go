@@ -33,6 +33,22 @@ type Dict struct {
 
 	mu  sync.Mutex
 	ids map[*labelCache][]atomic.Int64 // per store handle: label id of index i, 0 = not known yet
+
+	// order lists the indices in bytewise order of their labels, or is
+	// nil (InLabelOrder).
+	order func() []int32
+}
+
+// InLabelOrder gives d a function that lists its indices in bytewise
+// order of their labels (graph.Graph.ByLabel, which walks a decimal graph's
+// labels in O(n)), and returns d. Store.PrepareInfluence then takes the
+// labels it records in that order instead of sorting them (4 s of ten
+// million labels). The order is checked as it is used: one that is not in
+// label order, or not a permutation of the indices, is ignored and the
+// labels are sorted.
+func (d *Dict) InLabelOrder(order func() []int32) *Dict {
+	d.order = order
+	return d
 }
 
 // NewDict returns the dictionary of n labels, label(i) for i in [0, n).
@@ -133,7 +149,7 @@ func encodeDict(c *labelCache, d *Dict, idx []int32, pend map[int32]int64, ef bo
 }
 
 // idScratch is per-goroutine scratch space for encoding sets.
-type idScratch struct{ ids, tmp []int64 }
+type idScratch struct{ ids, tmp, bids []int64 }
 
 // dictPending holds, during one charge transaction, the label ids of
 // dictionary entries that the handle did not know when the batch was
@@ -240,7 +256,7 @@ func (p dictPending) commit(c *labelCache) {
 // then clobbered).
 func sortIDs(ids []int64, tmp *[]int64) []int64 {
 	if len(ids) < 64 {
-		slices.Sort(ids)
+		sortSmall(ids)
 		return ids
 	}
 	var top uint64

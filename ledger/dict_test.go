@@ -303,6 +303,90 @@ func TestPrepareInfluence(t *testing.T) {
 	})
 }
 
+// TestPrepareInfluenceLabelOrder: with Dict.InLabelOrder, PrepareInfluence
+// records the same labels with the same ids as without it (ids in label
+// order), also when the order given is wrong: reversed, missing indices,
+// repeating one, out of range, or too short (these fall back to sorting;
+// they are the negative controls of the order check). A store that knows
+// some labels already records only the others.
+func TestPrepareInfluenceLabelOrder(t *testing.T) {
+	labels := []string{"10", "9", "a", "b", "200", "3", "x y", "0"}
+	byLabel := []int32{7, 0, 4, 5, 1, 2, 3, 6} // "0" "10" "200" "3" "9" "a" "b" "x y"
+	orders := map[string][]int32{
+		"none":         nil,
+		"label order":  byLabel,
+		"reversed":     reversed(byLabel),
+		"missing":      {7, 0, 4, 5, 1, 2, 3, 3},
+		"out of range": {7, 0, 4, 5, 1, 2, 3, 9},
+		"short":        {7, 0, 4},
+	}
+	rows := func(t *testing.T, s *sqlStore) (out []string) {
+		t.Helper()
+		ctx := ctxT(t)
+		if err := s.b.read(ctx, func(q querier) error {
+			rs, err := q.query(ctx, "SELECT id, label FROM influencer_labels ORDER BY id")
+			if err != nil {
+				return err
+			}
+			defer rs.Close()
+			for rs.Next() {
+				var id int64
+				var l string
+				if err := rs.Scan(&id, &l); err != nil {
+					return err
+				}
+				out = append(out, strconv.FormatInt(id, 10)+"="+l)
+			}
+			return rs.Err()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	eachStore(t, func(t *testing.T, fx fixture) {
+		fx.skipJournal(t)
+		for _, known := range []bool{false, true} {
+			var want []string
+			for _, name := range []string{"none", "label order", "reversed", "missing", "out of range", "short"} {
+				ctx := ctxT(t)
+				s := fx.open(t).(*sqlStore)
+				if known { // "3" and "a" recorded before
+					if err := s.b.write(ctx, func(q querier) error {
+						_, err := insertLabels(ctx, q, []string{"3", "a"})
+						return err
+					}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				d, blocks := testBlocks(t, labels)
+				if o := orders[name]; o != nil {
+					d.InLabelOrder(func() []int32 { return slices.Clone(o) })
+				}
+				if err := s.PrepareInfluence(ctx, blocks); err != nil {
+					t.Fatal(err)
+				}
+				got := rows(t, s)
+				if want == nil {
+					want = got
+					if len(want) != len(labels) {
+						t.Fatalf("%d labels recorded, want %d: %v", len(want), len(labels), want)
+					}
+					continue
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("known %v, order %s: recorded %v, want %v", known, name, got, want)
+				}
+			}
+		}
+	})
+}
+
+func reversed(x []int32) []int32 {
+	out := slices.Clone(x)
+	slices.Reverse(out)
+	return out
+}
+
 // testBlocks is the dictionary of eight labels and its blocks z, z+1 and
 // z+3 (mod 8), block 7 empty.
 func testBlocks(t *testing.T, labels []string) (*Dict, *Blocks) {

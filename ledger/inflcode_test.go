@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"pgregory.net/rapid"
 )
@@ -59,6 +61,9 @@ func TestInflSetProperties(t *testing.T) {
 		}
 		if !bytes.Equal(appendInflSet(nil, ids, star, false), v8) {
 			t.Fatalf("%v: schema 8 store wrote another format", ids)
+		}
+		if inflSetSize(ids, star, true) != len(want) || inflSetSize(ids, star, false) != len(v8) {
+			t.Fatalf("%v: inflSetSize %d, %d; written %d, %d", ids, inflSetSize(ids, star, true), inflSetSize(ids, star, false), len(want), len(v8))
 		}
 		for _, b := range [][]byte{v8, ef} {
 			got, gotStar, err := decodeInflSet(b)
@@ -305,6 +310,31 @@ func TestBlockSetRoundTrip(t *testing.T) {
 			if _, _, err := decodeBlockSet(b[:cut]); err == nil {
 				t.Fatalf("%x cut at %d decodes", b, cut)
 			}
+		}
+	})
+}
+
+// sortSmall sorts like slices.Sort at every length, duplicates included
+// (the insertion sort up to 32 ids, slices.Sort beyond).
+func TestSortSmall(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		ids := rapid.SliceOfN(rapid.Int64Range(1, 50), 0, 70).Draw(t, "ids")
+		want := slices.Sorted(slices.Values(ids))
+		sortSmall(ids)
+		if !slices.Equal(ids, want) {
+			t.Fatalf("got %v, want %v", ids, want)
+		}
+	})
+}
+
+// validUTF8 agrees with utf8.ValidString on any bytes: ASCII, valid
+// multi-byte runes, and invalid or truncated sequences anywhere.
+func TestValidUTF8(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		parts := rapid.SliceOfN(rapid.SampledFrom([]string{"a", "7", "\x00", "é", "€", "\xff", "\xe2\x82", "😀", "\x80"}), 0, 12).Draw(t, "parts")
+		s := strings.Join(parts, "")
+		if got, want := validUTF8(s), utf8.ValidString(s); got != want {
+			t.Fatalf("validUTF8(%q) = %v, want %v", s, got, want)
 		}
 	})
 }

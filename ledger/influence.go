@@ -101,6 +101,15 @@ func appendInflSet(buf []byte, ids []int64, star, ef bool) []byte {
 	return appendInflSetV8(buf, ids, star)
 }
 
+// inflSetSize is len(appendInflSet(nil, ids, star, ef)).
+func inflSetSize(ids []int64, star, ef bool) int {
+	n := v8BlobSize(ids, star)
+	if ef && len(ids) > 0 {
+		n = min(n, efBlobSize(ids, star))
+	}
+	return n
+}
+
 // uvarintLen is the length of binary.AppendUvarint(nil, v).
 func uvarintLen(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
 
@@ -402,6 +411,12 @@ func (c *labelCache) lookup(w string) (int64, bool) {
 	}
 	id, ok := c.byLabel[w]
 	return id, ok
+}
+
+// has reports whether w has an id in c (c.mu held).
+func (c *labelCache) has(w string) bool {
+	_, ok := c.lookup(w)
+	return ok
 }
 
 func (c *labelCache) label(id int64) (string, bool) {

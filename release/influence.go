@@ -104,6 +104,7 @@ func (d *InfluenceDict) get() *ledger.Dict {
 		if d.dict, err = ledger.NewDict(d.g.N(), d.g.Label); err != nil {
 			panic(err) // unreachable: a graph has 0 to 2^31 nodes and a label function
 		}
+		d.dict.InLabelOrder(d.g.ByLabel)
 	})
 	return d.dict
 }
