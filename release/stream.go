@@ -302,9 +302,22 @@ func (r *Recommender) Stream(ctx context.Context, users []int32, k int, emit fun
 	return nil
 }
 
-// backlogSlack is the backlog from which Stream's producer keeps one
-// window in flight instead of two (see produce).
+// backlogSlack is the smallest backlog from which Stream's producer keeps
+// one window in flight instead of two (see produce and backlogLimit).
 const backlogSlack = 4
+
+// backlogLimit is the backlog (in windows) from which Stream's producer
+// keeps one window in flight instead of two, when left users are still to
+// be sampled: an eighth of the windows left, at least backlogSlack. With
+// one sampler beside the charges, a core idled whenever the charging
+// goroutine waited for the disk (a commit's sync): 5% of the machine in the
+// 10 M release, with the limit at 4 windows throughout. Two samplers and
+// the charges share the cores, and the charges still catch up: the limit
+// shrinks as the sampling nears its end, so that little is left to charge
+// on one core after the last window is sampled.
+func backlogLimit(left, batch int) int {
+	return max(backlogSlack, (left+batch-1)/batch/8)
+}
 
 // prepared is a window sampled by Stream's producer, or its error.
 type prepared struct {
@@ -317,9 +330,9 @@ type prepared struct {
 // capacity: sampling waits when it is full, so memory stays bounded). It
 // keeps ahead windows in flight with per workers each, but one with one
 // worker until prepDone is closed (the store's recording keeps a core),
-// and one while the backlog holds backlogSlack windows or more: the
+// and one while the backlog holds backlogLimit windows or more: the
 // charges, one transaction at a time, are then what the release waits
-// for, and two samplers beside them slowed them down and left a backlog
+// for, and two samplers beside a long backlog slowed them down and left it
 // to charge on one core at the end. taken wakes it when the charges take
 // a window. A window is lean (window.lean) when it will wait: while the
 // store records and while a backlog is waiting. It closes out when every
@@ -345,7 +358,7 @@ func (r *Recommender) produce(ctx context.Context, c call, users []int32, k, bat
 		switch {
 		case preparing:
 			limit, nw = 1, 1
-		case len(out) >= backlogSlack:
+		case len(out) >= backlogLimit(len(users)-next, batch):
 			limit = 1
 		}
 		for len(queue) < limit && next < len(users) {
