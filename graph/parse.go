@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
 	"strconv"
-	"sync"
 	"unsafe"
 )
 
@@ -32,16 +30,11 @@ const (
 	denseLimit = 1 << 25
 )
 
+// block is a worker's result for one block of lines (inBlocks).
 type block struct {
-	buf  []byte // the whole buffer, for reuse
-	data []byte // complete lines
-	rerr error  // read error after this block's lines (io.EOF: clean end)
-	done chan struct{}
-
-	// Worker results.
 	lines      int64
 	edges      []Edge   // endpoints are keys until merged
-	strs       []string // distinct non-decimal labels, aliasing data
+	strs       []string // distinct non-decimal labels, aliasing the block's bytes
 	extraLines int64
 	firstExtra int64 // block-local line number
 	errLine    int64 // block-local line of the first syntax error, 0 if none
@@ -53,11 +46,9 @@ type parser struct {
 	local map[string]uint32
 }
 
-// parseBlock tokenizes b.data into b's result fields, stopping at the first
-// syntax error.
-func (p *parser) parseBlock(b *block) {
+// parseBlock tokenizes data into b, stopping at the first syntax error.
+func (p *parser) parseBlock(data []byte, b *block) {
 	clear(p.local)
-	data := b.data
 	edges := b.edges[:0]
 	if cap(edges) == 0 {
 		edges = make([]Edge, 0, len(data)/12+16)
@@ -236,79 +227,21 @@ func (m *merger) merge(b *block) error {
 }
 
 // parseEdges reads the whole stream and returns the edges (in blocks, global
-// ids) and the labels.
-//
-// The reader, workers and merger form a pipeline, which internal/par (a pool
-// of independent items) cannot express: blocks are created while the stream
-// is read, with no count known in advance, and the merger must take them in
-// stream order while later blocks are still being tokenized. So the
-// goroutines are started here by hand.
+// ids) and the labels: blocks are tokenized on all cores and merged in
+// stream order (inBlocks).
 func parseEdges(r io.Reader, name string, rep *ReadReport) ([][]Edge, []string, error) {
-	workers := runtime.GOMAXPROCS(0)
-	inflight := 2*workers + 2
-	free := make(chan []byte, inflight+1)
-	work := make(chan *block, inflight)
-	ordered := make(chan *block, inflight)
-	quit := make(chan struct{})
-	var wg sync.WaitGroup
-
-	wg.Add(1)
-	go func() { // reader
-		defer wg.Done()
-		defer close(work)
-		defer close(ordered)
-		br := &blockReader{r: r}
-		// Blocks grow from 64 KiB, so small inputs stay cheap.
-		size := min(64<<10, parseBlockSize)
-		for ; ; size = min(2*size, parseBlockSize) {
-			var buf []byte
-			select {
-			case buf = <-free:
-			default:
-			}
-			data, err := br.next(buf, size)
-			b := &block{buf: data[:cap(data)], data: data, rerr: err, done: make(chan struct{})}
-			select {
-			case ordered <- b:
-			case <-quit:
-				return
-			}
-			select {
-			case work <- b:
-			case <-quit:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := &parser{local: make(map[string]uint32)}
-			for b := range work {
-				select {
-				case <-quit:
-				default:
-					p.parseBlock(b)
-				}
-				close(b.done)
-			}
-		}()
-	}
-
 	m := &merger{sparse: make(map[uint32]int32), strings: make(map[string]int32)}
 	var chunks [][]Edge
 	var lines int64
 	var err error
-	for b := range ordered {
-		<-b.done
+	inBlocks(r, func() func([]byte, *block) {
+		p := &parser{local: make(map[string]uint32)}
+		return p.parseBlock
+	}, func(_ []byte, rerr error, b *block) bool {
 		if b.errLine > 0 {
 			rep.Lines = lines + b.errLine
 			err = &LineError{name, lines + b.errLine, b.errMsg}
-			break
+			return false
 		}
 		if b.extraLines > 0 {
 			if rep.ExtraColumnLines == 0 {
@@ -318,30 +251,19 @@ func parseEdges(r io.Reader, name string, rep *ReadReport) ([][]Edge, []string, 
 		}
 		if err = m.merge(b); err != nil {
 			err = fmt.Errorf("%s: %w", name, err)
-			break
+			return false
 		}
 		lines += b.lines
 		rep.EdgeLines += int64(len(b.edges))
 		if len(b.edges) > 0 {
 			chunks = append(chunks, b.edges)
 		}
-		b.edges = nil
-		select {
-		case free <- b.buf[:0]:
-		default:
+		if rerr != nil && rerr != io.EOF {
+			err = readError(name, lines, rerr)
 		}
-		if b.rerr != nil {
-			if b.rerr != io.EOF {
-				err = readError(name, lines, b.rerr)
-			}
-			break
-		}
-	}
+		return rerr == nil
+	})
 	rep.Lines = max(rep.Lines, lines)
-	close(quit)
-	for range ordered { // let the reader finish its current send
-	}
-	wg.Wait()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -25,21 +25,18 @@ import (
 // *LineError fn returns is kept as it is). No block after the one holding
 // it is merged. It returns the number of lines, as ScanPairs does.
 func ScanPairsParallel[T any](r io.Reader, name string, fn func(acc *T, a, b []byte, extra bool) error, merge func(acc *T)) (int64, error) {
-	type pblock struct {
-		data    []byte
-		rerr    error
-		done    chan struct{}
+	type part struct {
 		lines   int64
 		errLine int64 // block-local line of the first bad line, 0 if none
-		err     error // its error: a *LineError from fn, or one to wrap
+		err     error // its error: fn's, or nil for a syntax error (msg)
 		msg     string
 		acc     T
 	}
-	scanBlock := func(b *pblock) {
+	scanBlock := func(data []byte, b *part) {
 		var f lineFields
 		var line int64
-		for i := 0; i < len(b.data); {
-			i = nextLine(b.data, i, &f)
+		for i := 0; i < len(data); {
+			i = nextLine(data, i, &f)
 			line++
 			if f.n == 0 && f.msg == "" {
 				continue
@@ -55,12 +52,55 @@ func ScanPairsParallel[T any](r io.Reader, name string, fn func(acc *T, a, b []b
 		}
 		b.lines = line
 	}
+	var lines int64
+	var err error
+	inBlocks(r, func() func([]byte, *part) { return scanBlock }, func(_ []byte, rerr error, b *part) bool {
+		if b.errLine > 0 {
+			lines += b.errLine
+			var le *LineError
+			switch {
+			case b.err == nil:
+				err = &LineError{name, lines, b.msg}
+			case errors.As(b.err, &le):
+				err = b.err
+			default:
+				err = &LineError{name, lines, b.err.Error()}
+			}
+			return false
+		}
+		lines += b.lines
+		merge(&b.acc)
+		if rerr != nil && rerr != io.EOF {
+			err = readError(name, lines, rerr)
+		}
+		return rerr == nil
+	})
+	return lines, err
+}
 
+// inBlocks is the pipeline of Parse and ScanPairsParallel. A reader
+// goroutine cuts the stream into blocks of whole lines (growing from 64 KiB
+// to parseBlockSize, so small inputs stay cheap); one worker per core runs
+// its own scan (from newScan) on each block it takes, into the block's
+// result; the calling goroutine gets the blocks in stream order (take:
+// the block's lines, the read error after them, io.EOF at the clean end,
+// and the result) while later ones are still being scanned, and stops when
+// take returns false (it must at a read error). A block's bytes are valid
+// only until its take returns. internal/par (a pool of independent items)
+// cannot express this: blocks are made while the stream is read, with no
+// count known in advance.
+func inBlocks[R any](r io.Reader, newScan func() func(data []byte, res *R), take func(data []byte, rerr error, res *R) bool) {
+	type block struct {
+		data []byte
+		rerr error
+		done chan struct{}
+		res  R
+	}
 	workers := runtime.GOMAXPROCS(0)
 	inflight := 2*workers + 2
 	free := make(chan []byte, inflight+1)
-	work := make(chan *pblock, inflight)
-	ordered := make(chan *pblock, inflight)
+	work := make(chan *block, inflight)
+	ordered := make(chan *block, inflight)
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -76,7 +116,7 @@ func ScanPairsParallel[T any](r io.Reader, name string, fn func(acc *T, a, b []b
 			default:
 			}
 			data, err := br.next(buf, size)
-			b := &pblock{data: data, rerr: err, done: make(chan struct{})}
+			b := &block{data: data, rerr: err, done: make(chan struct{})}
 			select {
 			case ordered <- b:
 			case <-quit:
@@ -96,52 +136,31 @@ func ScanPairsParallel[T any](r io.Reader, name string, fn func(acc *T, a, b []b
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			scan := newScan()
 			for b := range work {
 				select {
 				case <-quit:
 				default:
-					scanBlock(b)
+					scan(b.data, &b.res)
 				}
 				close(b.done)
 			}
 		}()
 	}
-
-	var lines int64
-	var err error
 	for b := range ordered {
 		<-b.done
-		if b.errLine > 0 {
-			lines += b.errLine
-			var le *LineError
-			switch {
-			case b.err == nil:
-				err = &LineError{name, lines, b.msg}
-			case errors.As(b.err, &le):
-				err = b.err
-			default:
-				err = &LineError{name, lines, b.err.Error()}
-			}
+		if !take(b.data, b.rerr, &b.res) {
 			break
 		}
-		lines += b.lines
-		merge(&b.acc)
-		var zero T
-		b.acc = zero // merged: let it go
+		var zero R
+		b.res = zero // taken: let it go
 		select {
 		case free <- b.data[:0]:
 		default:
-		}
-		if b.rerr != nil {
-			if b.rerr != io.EOF {
-				err = readError(name, lines, b.rerr)
-			}
-			break
 		}
 	}
 	close(quit)
 	for range ordered { // let the reader finish its current send
 	}
 	wg.Wait()
-	return lines, err
 }
