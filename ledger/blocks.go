@@ -581,7 +581,6 @@ func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
 			order = nil
 		}
 	}
-	sorted := order != nil // ms is in label order so far
 	c.mu.RLock()
 	for z := range int32(d.n) {
 		if arr[z].Load() != 0 {
@@ -601,26 +600,23 @@ func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
 			}
 		}
 	}
-	// With an order, the members (seen) are listed in it. Each index must
-	// come once (listed clears it) and each label be above the last.
+	// With an order, the members (seen) are listed in it, each once
+	// (listing clears it), then any it left out. The sort below then only
+	// checks that they came in label order, unless the order was wrong.
 	for _, i := range order {
 		if i < 0 || int(i) >= d.n || !seen[i] || d.bad[i] != nil {
 			continue
 		}
 		seen[i] = false
 		if w := d.label(i); !c.has(w) {
-			if len(ms) > 0 && ms[len(ms)-1].l >= w {
-				sorted = false
-			}
 			ms = append(ms, labelled{w, i})
 		}
 	}
 	if order != nil {
-		for i, left := range seen { // members the order did not list
+		for i, left := range seen {
 			if !left || d.bad[int32(i)] != nil {
 				continue
 			}
-			sorted = false
 			if w := d.label(int32(i)); !c.has(w) {
 				ms = append(ms, labelled{w, int32(i)})
 			}
@@ -628,8 +624,9 @@ func (s *sqlStore) PrepareInfluence(ctx context.Context, b *Blocks) error {
 	}
 	c.mu.RUnlock()
 	if len(ms) > 0 {
-		if !sorted {
-			slices.SortFunc(ms, func(x, y labelled) int { return strings.Compare(x.l, y.l) })
+		byLabel := func(x, y labelled) int { return strings.Compare(x.l, y.l) }
+		if !slices.IsSortedFunc(ms, byLabel) {
+			slices.SortFunc(ms, byLabel)
 		}
 		missing := make([]int32, len(ms))
 		labels := make([]string, len(ms))

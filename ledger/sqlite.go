@@ -223,31 +223,35 @@ func (b *sqliteBackend) write(ctx context.Context, fn func(querier) error) error
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return retry(ctx, sqliteTransient, func() error {
-		if b.wconn == nil {
-			c, err := b.db.Conn(ctx)
-			if err != nil {
-				return err
-			}
-			b.wconn = c
-		}
-		tx, err := b.wconn.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
-		if err != nil {
-			b.dropWriter(err)
-			return err
-		}
-		if notice != nil {
-			notice.stop()
-		}
-		q := &txQ{tx: tx, cache: b.stmts, stmts: map[string]*sql.Stmt{}}
-		if err := fn(q); err != nil {
-			tx.Rollback()
-			b.dropWriter(err)
-			return err
-		}
-		err = tx.Commit() // closes the transaction's statements (the cached ones stay prepared)
+		err := b.writeTx(ctx, fn, notice)
 		b.dropWriter(err)
 		return err
 	})
+}
+
+// writeTx runs fn in one write transaction on the writing connection
+// (taken from the pool if there is none; mu held).
+func (b *sqliteBackend) writeTx(ctx context.Context, fn func(querier) error, notice *noticeTimer) error {
+	if b.wconn == nil {
+		c, err := b.db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		b.wconn = c
+	}
+	tx, err := b.wconn.BeginTx(ctx, nil) // BEGIN IMMEDIATE (_txlock)
+	if err != nil {
+		return err
+	}
+	if notice != nil {
+		notice.stop()
+	}
+	q := &txQ{tx: tx, cache: b.stmts, stmts: map[string]*sql.Stmt{}}
+	if err := fn(q); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit() // closes the transaction's statements (the cached ones stay prepared)
 }
 
 // dropWriter gives the writing connection back to the pool (which closes
