@@ -152,6 +152,24 @@ func (c *Config) Lex() bool {
 	return ok && l.Lexicographic()
 }
 
+// ReadsPublic reports whether plans of c read candidates' public scores
+// s_pub: public-only ranks by them, the lexicographic mechanism (DPLP-pub)
+// groups by them, and a transform may read them unless its utility is
+// declared a function of the score alone (a ScoreUtility method, as
+// model.Model has). When it is false a caller may leave the public scores
+// out (score.Worker.ScoreNoPublic): Plan.AppendUtilities then accepts an
+// empty pub, and no sampler of the plan reads it.
+func (c *Config) ReadsPublic() bool {
+	if c.Method == PublicOnly || c.Lex() {
+		return true
+	}
+	if c.Transform == nil {
+		return false // the utility is s / norm
+	}
+	_, scoreOnly := c.Transform.(interface{ ScoreUtility(s, sMax float64) float64 })
+	return !scoreOnly
+}
+
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	if _, ok := methodNames[c.Method]; !ok {
@@ -279,6 +297,9 @@ func (p *Plan) Utility(s, sPub float64) float64 {
 // AppendUtilities appends Utility(s[i], pub[i]) to dst for every i in idx,
 // in order: the same values, in one call per candidate list (a Transform
 // with an AppendUtilities method of its own evaluates them in one loop).
+//
+// pub may be empty when the configuration does not read public scores
+// (Config.ReadsPublic false).
 func (p *Plan) AppendUtilities(dst, s, pub []float64, idx []int) []float64 {
 	type batch interface {
 		AppendUtilities(dst, s []float64, idx []int, sMax float64) []float64
@@ -286,11 +307,20 @@ func (p *Plan) AppendUtilities(dst, s, pub []float64, idx []int) []float64 {
 	if b, ok := p.cfg.Transform.(batch); ok && p.cfg.Method != PublicOnly {
 		return b.AppendUtilities(dst, s, idx, p.q.SMax)
 	}
+	if len(pub) == 0 && len(idx) > 0 && !p.cfg.ReadsPublic() {
+		for _, i := range idx {
+			dst = append(dst, p.Utility(s[i], 0)) // s_pub is not read
+		}
+		return dst
+	}
 	for _, i := range idx {
 		dst = append(dst, p.Utility(s[i], pub[i]))
 	}
 	return dst
 }
+
+// ReadsPublic is the configuration's ReadsPublic.
+func (p *Plan) ReadsPublic() bool { return p.cfg.ReadsPublic() }
 
 // Exact reports whether the plan adds no noise.
 func (p *Plan) Exact() bool { return p.Scale == 0 }

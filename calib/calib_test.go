@@ -2,6 +2,7 @@ package calib
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/dplp/dplp/mech"
@@ -235,6 +236,53 @@ func TestUnitPlans(t *testing.T) {
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+// scoreFixed is a transform whose utility is declared a function of the
+// score alone (ScoreUtility).
+type scoreFixed struct{}
+
+func (scoreFixed) Utility(s, pub, sMax float64) float64 { return 2 * s }
+func (scoreFixed) Delta(d, sMax float64) float64        { return 2 * d }
+func (scoreFixed) ScoreUtility(s, sMax float64) float64 { return 2 * s }
+
+// lexFixed is scoreFixed released with the lexicographic mechanism.
+type lexFixed struct{ scoreFixed }
+
+func (lexFixed) Lexicographic() bool { return true }
+
+// TestReadsPublic: only configurations whose utilities ignore s_pub say
+// they do not read it, and their plans give the same utilities from an
+// empty pub as from the real one.
+func TestReadsPublic(t *testing.T) {
+	s, pub, idx := []float64{1, 2, 3}, []float64{5, 0, 7}, []int{2, 0, 1}
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		want bool
+	}{
+		{"untransformed", Config{Method: Exponential, Kind: score.AA, Eps: 1}, false},
+		{"transform of the score alone", Config{Method: Exponential, Kind: score.AA, Eps: 1, Transform: scoreFixed{}}, false},
+		{"non-private, score alone", Config{Method: NonPrivate, Kind: score.AA, Transform: scoreFixed{}}, false},
+		{"transform that may read s_pub", Config{Method: Exponential, Kind: score.AA, Eps: 1, Transform: fixed{}}, true},
+		{"public-only", Config{Method: PublicOnly, Kind: score.AA}, true},
+		{"lexicographic transform", Config{Method: Exponential, Kind: score.AA, Eps: 1, Transform: lexFixed{}}, true},
+		{"lexicographic flag", Config{Method: Exponential, Kind: score.AA, Eps: 1, Transform: scoreFixed{}, Lexicographic: true}, true},
+	} {
+		if got := c.cfg.ReadsPublic(); got != c.want {
+			t.Errorf("%s: ReadsPublic %v, want %v", c.name, got, c.want)
+		}
+		p := c.cfg.Plan(Query{DeltaS: 1, SMax: 4})
+		if p.ReadsPublic() != c.want {
+			t.Errorf("%s: the plan's ReadsPublic %v, want %v", c.name, p.ReadsPublic(), c.want)
+		}
+		if c.want {
+			continue
+		}
+		if with, without := p.AppendUtilities(nil, s, pub, idx), p.AppendUtilities(nil, s, nil, idx); !slices.Equal(with, without) {
+			t.Errorf("%s: utilities %v from s_pub, %v without it", c.name, with, without)
 		}
 	}
 }

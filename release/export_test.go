@@ -82,3 +82,11 @@ func SetNoLazyForTest(off bool) (restore func()) {
 	noLazy = off
 	return func() { noLazy = old }
 }
+
+// SetAlwaysPublicForTest has releases compute the public scores even when
+// the plan does not read them (score.Worker.Score instead of ScoreNoPublic).
+func SetAlwaysPublicForTest(on bool) (restore func()) {
+	old := alwaysPublic
+	alwaysPublic = on
+	return func() { alwaysPublic = old }
+}

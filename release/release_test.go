@@ -576,3 +576,54 @@ func TestDeploymentNeedsLedger(t *testing.T) {
 		t.Fatalf("seeded Recommender refused: %v", err)
 	}
 }
+
+// TestNoPublicScores: a release whose plan does not read s_pub scores
+// without it (score.Worker.ScoreNoPublic), and its seeded lists are the
+// ones it gives with the public scores computed. A plan that reads them
+// refuses an input without them.
+func TestNoPublicScores(t *testing.T) {
+	g, p, m := fixture(t)
+	cfg := calib.Config{Method: calib.Exponential, Eps: m.EpsP, Transform: m}
+	if cfg.ReadsPublic() {
+		t.Fatal("a dplp model's plan reads s_pub")
+	}
+	users := allUsers(g)
+	lists := func(public bool) map[string][]string {
+		defer release.SetAlwaysPublicForTest(public)()
+		rec, err := release.New(m, g, p, release.WithSeed(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return seededLists(t, rec, users, 10)
+	}
+	with, without := lists(true), lists(false)
+	for u, l := range with {
+		if !slices.Equal(l, without[u]) {
+			t.Fatalf("user %s: %v with the public scores, %v without", u, l, without[u])
+		}
+	}
+
+	sc, err := score.New(g, p, score.AA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sc.NewWorker()
+	var res score.Result
+	w.ScoreNoPublic(0, &res)
+	if len(res.Cands) == 0 || len(res.Pub) != 0 {
+		t.Fatalf("user 0: %d candidates, %d public scores; want some and none", len(res.Cands), len(res.Pub))
+	}
+	in := release.InputOf(w, &res, g.N(), true)
+	lex := calib.Config{Method: calib.Exponential, Eps: m.EpsP, Transform: m, Lexicographic: true}
+	var sm release.Sampler
+	for _, c := range []struct {
+		cfg  calib.Config
+		fail bool
+	}{{cfg, false}, {lex, true}} {
+		plan := c.cfg.Plan(calib.QueryOf(&res))
+		_, err := sm.Sample(&plan, &in, 5, randx.Seeded(1))
+		if (err != nil) != c.fail {
+			t.Fatalf("lexicographic %v: Sample without s_pub: %v", c.cfg.Lexicographic, err)
+		}
+	}
+}

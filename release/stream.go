@@ -20,12 +20,20 @@ import (
 	"github.com/dplp/dplp/score"
 )
 
+// alwaysPublic has sample compute the public scores even for a plan that
+// does not read them (tests compare the two).
+var alwaysPublic = false
+
 // sample draws one user's list (no accounting).
 func (r *Recommender) sample(ws *workerState, u int32, k int, stream uint64) (Outcome, error) {
 	if r.list != nil {
 		return r.sampleList(ws, u, k, stream)
 	}
-	ws.w.Score(u, &ws.r)
+	if r.cfg.ReadsPublic() || alwaysPublic {
+		ws.w.Score(u, &ws.r)
+	} else {
+		ws.w.ScoreNoPublic(u, &ws.r) // the same list; a smaller table to scatter into
+	}
 	res := &ws.r
 	ws.in = InputOf(ws.w, res, r.g.N(), r.seed != nil)
 	plan := r.cfg.Plan(calib.QueryOf(res))

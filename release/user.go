@@ -20,7 +20,7 @@ import (
 type UserInput struct {
 	N        int       // nodes in the graph (candidate ids are in [0, N))
 	Cands    []int32   // candidates reached by a wedge
-	S, Pub   []float64 // s and s_pub of Cands[i]
+	S, Pub   []float64 // s and s_pub of Cands[i]; Pub may be empty when the plan does not read it (calib.Config.ReadsPublic)
 	Zero     int       // further candidates with s = s_pub = 0
 	InZero   func(v int32) bool
 	ZeroList func(dst []int32) []int32 // ascending ids of the zero block (O(N) fallback)
@@ -82,7 +82,10 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 	if k < 1 {
 		return Outcome{}, fmt.Errorf("release: k must be >= 1, got %d", k)
 	}
-	if len(in.S) != len(in.Cands) || len(in.Pub) != len(in.Cands) || in.Zero < 0 {
+	// Pub may be left out (empty) for a plan that does not read it
+	// (calib.Config.ReadsPublic; score.Worker.ScoreNoPublic).
+	pubOK := len(in.Pub) == len(in.Cands) || (len(in.Pub) == 0 && !plan.ReadsPublic())
+	if len(in.S) != len(in.Cands) || !pubOK || in.Zero < 0 {
 		return Outcome{}, fmt.Errorf("release: malformed user input (%d candidates, %d scores, %d public scores, zero block %d)", len(in.Cands), len(in.S), len(in.Pub), in.Zero)
 	}
 	sm.u.Blocks = sm.u.Blocks[:0]

@@ -102,7 +102,8 @@ func BenchmarkScoreHub(b *testing.B) {
 // DPLP_BENCH_BA_N nodes (m = 10, 30% of edges protected; skipped when unset),
 // 200,000 random queries, AA and CN; it reports ns per wedge. "auto" is the
 // kernel's own choice (the table where the dense accumulators span 8 MB or
-// more), "dense" the dense accumulators forced. docs/SCALE.md has figures at
+// more), "dense" the dense accumulators forced, "auto-nopub" the kernel's
+// choice without public sums (ScoreNoPublic). docs/SCALE.md has figures at
 // 100 k, 1 M and 10 M nodes (the 10 M graph takes about a minute to build and
 // 6 GB).
 func BenchmarkScoreLarge(b *testing.B) {
@@ -115,9 +116,10 @@ func BenchmarkScoreLarge(b *testing.B) {
 	}
 	for _, k := range []Kind{AA, CN} {
 		for _, m := range []struct {
-			name string
-			mode accMode
-		}{{"dense", accDense}, {"auto", accAuto}} {
+			name   string
+			mode   accMode
+			public bool // Score, or ScoreNoPublic (the 16-byte slots)
+		}{{"dense", accDense, true}, {"auto", accAuto, true}, {"auto-nopub", accAuto, false}} {
 			sc, err := newScorer(g, p, k, m.mode)
 			if err != nil {
 				b.Fatal(err)
@@ -128,7 +130,7 @@ func BenchmarkScoreLarge(b *testing.B) {
 				var wedges int64
 				for b.Loop() {
 					for _, u := range queries {
-						w.Score(u, &r)
+						w.score(u, &r, m.public)
 						wedges += r.Wedges
 					}
 				}

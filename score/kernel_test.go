@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/protect"
@@ -69,6 +70,8 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 		sc.accMode = kw.mode
 		sc.perQuery = kw.perQuery
 		w, ref := sc.NewWorker(), newRefWorker(sc)
+		wn := sc.NewWorker() // ScoreNoPublic: the same but Pub
+		var np Result
 		if (w.cnt32 != nil) == kw.wide && (k == CN || k == JC) {
 			t.Fatalf("%v: wide counters %v, want %v", k, w.cnt32 == nil, kw.wide)
 		}
@@ -81,6 +84,19 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 			ref.Score(u, &want)
 			sameResult(t, k, &got, &want)
 			checkRange(t, k, &got)
+			wn.ScoreNoPublic(u, &np)
+			wantNP := want
+			wantNP.Pub = nil
+			sameResult(t, k, &np, &wantNP)
+			if np.SRange != got.SRange || np.SLo != got.SLo || np.SHi != got.SHi {
+				t.Fatalf("%v u=%d: without public sums the range is %v [%v, %v], with them %v [%v, %v]", k, u, np.SRange, np.SLo, np.SHi, got.SRange, got.SLo, got.SHi)
+			}
+			if wn.hashed != w.hashed && kw.mode == accHash {
+				t.Fatalf("%v u=%d: hashed %v without public sums, %v with", k, u, wn.hashed, w.hashed)
+			}
+			if wn.hashed && wn.hpub != (k == JC) {
+				t.Fatalf("%v u=%d: table with public sums %v without them", k, u, wn.hpub)
+			}
 			if w.hashed != (kw.mode == accHash) {
 				t.Fatalf("%v u=%d: hashed %v with mode %d", k, u, w.hashed, kw.mode)
 			}
@@ -100,6 +116,9 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 			}
 			for v := int32(0); int(v) < g.N(); v++ {
 				s, pub := w.At(v)
+				if sn, pn := wn.At(v); math.Float64bits(sn) != math.Float64bits(s) || !math.IsNaN(pn) || wn.InZero(v) != w.InZero(v) {
+					t.Fatalf("%v u=%d: without public sums At(%d) = (%v,%v), InZero %v; with them (%v,%v), %v", k, u, v, sn, pn, wn.InZero(v), s, pub, w.InZero(v))
+				}
 				i, listed := pos[v]
 				switch {
 				case listed && (s != got.S[i] || pub != got.Pub[i]):
@@ -117,6 +136,9 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 			}
 			if qi%8 != 0 {
 				continue // ZeroCands is another O(N) scan: every eighth query
+			}
+			if zc := wn.ZeroCands(nil); !slices.Equal(zc, zero) {
+				t.Fatalf("%v u=%d: without public sums ZeroCands lists %d nodes, want %d", k, u, len(zc), len(zero))
 			}
 			if zc := w.ZeroCands(nil); !slices.Equal(zc, zero) || len(zc) != got.Zero {
 				t.Fatalf("%v u=%d: ZeroCands lists %d nodes, want %d (Zero %d)", k, u, len(zc), len(zero), got.Zero)
@@ -353,7 +375,7 @@ func TestUseHash(t *testing.T) {
 	} {
 		sc.accMode = c.mode
 		w.acc = make([]accum, c.accLen)
-		ok, size := w.useHash(nb(c.u))
+		ok, size := w.useHash(nb(c.u), int64(unsafe.Sizeof(hslot{})))
 		if ok != c.wantHash || size != c.wantSize {
 			t.Errorf("%s: useHash = %v, %d; want %v, %d", c.name, ok, size, c.wantHash, c.wantSize)
 		}
@@ -507,5 +529,22 @@ func TestRangeNotStale(t *testing.T) {
 		}
 		other.NewWorker().Score(1, &r)
 		checkRange(t, k, &r)
+	}
+}
+
+// TestSlotLayout: both kinds of table slot hold the key at offset 0 and the
+// full-graph sum at offset 8, where keyOf and sumOf read them.
+func TestSlotLayout(t *testing.T) {
+	var h hslot
+	var s sslot
+	if unsafe.Offsetof(h.key) != 0 || unsafe.Offsetof(s.key) != 0 || unsafe.Offsetof(h.s) != 8 || unsafe.Offsetof(s.s) != 8 {
+		t.Fatalf("slot layout: key at %d and %d, sum at %d and %d", unsafe.Offsetof(h.key), unsafe.Offsetof(s.key), unsafe.Offsetof(h.s), unsafe.Offsetof(s.s))
+	}
+	if unsafe.Sizeof(s) != 16 {
+		t.Fatalf("sslot is %d bytes, want 16", unsafe.Sizeof(s))
+	}
+	h.key, h.s, s.key, s.s = 7, 1.5, 9, -2.5
+	if *keyOf(&h) != 7 || *sumOf(&h) != 1.5 || *keyOf(&s) != 9 || *sumOf(&s) != -2.5 {
+		t.Fatal("keyOf or sumOf reads the wrong field")
 	}
 }

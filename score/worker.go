@@ -67,6 +67,8 @@ type Worker struct {
 	// AA, RA on large graphs (hashacc.go): the table of the last query when
 	// hashed; touched then lists its taken slots.
 	ht     []hslot
+	hs     []sslot // the table of a query without public sums (ScoreNoPublic)
+	hpub   bool    // the last hashed query used ht (else hs)
 	hsize  int
 	hshift uint32
 	hgen   uint32 // generation of the last hashed query (hslot.key)
@@ -89,6 +91,9 @@ type Worker struct {
 
 	u      int32
 	scored bool
+	// nopub: the last query was scored without its public sums
+	// (ScoreNoPublic).
+	nopub bool
 }
 
 func pow2(n int) int { return 1 << bits.Len(uint(n)) } // > n
@@ -118,7 +123,17 @@ func (s *Scorer) NewWorker() *Worker {
 
 // Score scores query u (0 <= u < N) against all its candidates into r,
 // reusing r's slices.
-func (w *Worker) Score(u int32, r *Result) {
+func (w *Worker) Score(u int32, r *Result) { w.score(u, r, true) }
+
+// ScoreNoPublic is Score without the public scores: r.Pub is left empty
+// and At reports NaN for s_pub; everything else (Cands in the same order,
+// S, Zero, DeltaS, SMax, the range) is what Score gives. For a caller that
+// never reads s_pub (calib.Config.ReadsPublic false): AA, RA and CN queries
+// of a large graph then scatter into a table of 16-byte slots instead of
+// 24-byte ones.
+func (w *Worker) ScoreNoPublic(u int32, r *Result) { w.score(u, r, false) }
+
+func (w *Worker) score(u int32, r *Result, public bool) {
 	s := w.s
 	w.reset()
 	w.gen++
@@ -133,6 +148,7 @@ func (w *Worker) Score(u int32, r *Result) {
 		w.stamp[z] = gen
 	}
 	w.u, w.scored = u, true
+	w.nopub = !public
 	r.U = u
 	r.Cands, r.S, r.Pub = r.Cands[:0], r.S[:0], r.Pub[:0]
 	r.SMax = s.sMax(u)
@@ -141,7 +157,11 @@ func (w *Worker) Score(u int32, r *Result) {
 	size := 0        // the table's, or 0: the dense accumulators or counters
 	switch s.kind {
 	case CN, JC, AA, RA:
-		_, size = w.useHash(nbU)
+		slotBytes := int64(unsafe.Sizeof(hslot{}))
+		if w.smallSlots() {
+			slotBytes = int64(unsafe.Sizeof(sslot{}))
+		}
+		_, size = w.useHash(nbU, slotBytes)
 	}
 	// DeltaS: from the scorer's table, or found by this query's scatter
 	// (a table of the query, every protected pair an edge), or by the
@@ -179,7 +199,16 @@ func (w *Worker) Score(u int32, r *Result) {
 		r.DeltaS = s.sensTable()[u]
 	}
 	r.Zero = s.n - 1 - len(nbU) - len(r.Cands)
+	if !public {
+		r.Pub = r.Pub[:0]
+	}
 }
+
+// smallSlots reports whether the current query's table, if it has one,
+// has 16-byte slots: a query without public sums of a kind whose
+// extraction reads the full-graph sum alone (not JC, which divides both
+// counts).
+func (w *Worker) smallSlots() bool { return w.nopub && w.s.kind != JC }
 
 // sensOne is DeltaS of query u by the sensitivity pass for u alone (bc or
 // bcHash, as the scorer's pass would run it), with the worker's scratch
@@ -500,8 +529,12 @@ func (w *Worker) sums(u int32, r *Result, size int) {
 	adj, off, sp, dw := s.adj, s.off, s.sp, s.dw
 	acc, tch := w.acc, w.touched
 	var tab []hslot
+	var tabS []sslot // instead of tab: without public sums
 	var shift, gen uint32
-	if size > 0 {
+	switch {
+	case size > 0 && w.smallSlots():
+		tabS, shift, gen = w.tableS(size)
+	case size > 0:
 		tab, shift, gen = w.table(size)
 	}
 	nt := 0
@@ -535,6 +568,12 @@ func (w *Worker) sums(u int32, r *Result, size int) {
 		lo, mid, hi := x.lo, x.lo+int64(x.np), x.lo+int64(x.deg)
 		wedges += hi - lo
 		switch {
+		case tabS != nil && counted:
+			nt = addHashSumsS(tabS, tch, adj[lo:mid], a, shift, gen, nt)
+			nt = addHashProtS(tabS, tch, adj[mid:hi], a, shift, gen, nt)
+		case tabS != nil:
+			nt = addHashSumsS(tabS, tch, adj[lo:mid], a, shift, gen, nt)
+			nt = addHashSumsS(tabS, tch, adj[mid:hi], a, shift, gen, nt)
 		case tab != nil && counted:
 			nt = addHashSums(tab, tch, adj[lo:mid], a, b, shift, gen, nt)
 			nt = addHashProt(tab, tch, adj[mid:hi], a, shift, gen, nt)
@@ -557,6 +596,12 @@ func (w *Worker) sums(u int32, r *Result, size int) {
 	var k int
 	lo, hi := math.Inf(1), math.Inf(-1)
 	switch {
+	case tabS != nil:
+		var cu int32
+		w.flipHash(u, nbU)
+		k, lo, hi, cu = extractHashS(r.Cands, r.S, tabS, tch[:nt], u)
+		w.flipHash(u, nbU)
+		w.foldB, w.foldC, w.folded = bu, int(cu), counted
 	case tab == nil:
 		flipSums(acc, u, nbU)
 		k, lo, hi = extractSums(r.Cands, r.S, r.Pub, acc, tch[:nt])
@@ -572,7 +617,10 @@ func (w *Worker) sums(u int32, r *Result, size int) {
 		w.flipHash(u, nbU)
 		w.foldB, w.foldC, w.folded = bu, int(cu), counted
 	}
-	if tab != nil {
+	switch {
+	case tabS != nil:
+		w.nbMarked = markNeighbours(tabS, nbU, shift, gen, nt)
+	case tab != nil:
 		w.nbMarked = markNeighbours(tab, nbU, shift, gen, nt)
 	}
 	r.Cands, r.S, r.Pub = r.Cands[:k], r.S[:k], r.Pub[:k]
@@ -660,8 +708,17 @@ func (w *Worker) pa(u int32, r *Result) {
 // At returns s(u, v) and s_pub(u, v) for the query u of the last Score and
 // any node 0 <= v < N, v != u: 0 for candidates in the Zero block, and the exact scores
 // of the pair for neighbours of u too (the wedges reach them). It returns
-// (0, 0) for v == u or before the first Score.
+// (0, 0) for v == u or before the first Score. After ScoreNoPublic, pub is
+// NaN.
 func (w *Worker) At(v int32) (s, pub float64) {
+	s, pub = w.at(v)
+	if w.nopub {
+		pub = math.NaN()
+	}
+	return s, pub
+}
+
+func (w *Worker) at(v int32) (s, pub float64) {
 	if !w.scored || v == w.u {
 		return 0, 0
 	}
@@ -682,10 +739,8 @@ func (w *Worker) At(v int32) (s, pub float64) {
 		return s, pub
 	case AA, RA:
 		if w.hashed {
-			if e := w.hfind(v); e != nil {
-				return e.s, e.p
-			}
-			return 0, 0
+			s, pub, _ = w.hfind(v)
+			return s, pub
 		}
 		x := w.acc[v]
 		return x.s, x.p
@@ -711,9 +766,9 @@ func (w *Worker) InZero(v int32) bool {
 		// Without the stamp, a random access to an array of every node:
 		// the table and u's neighbour list are in the cache.
 		if w.nbMarked {
-			return v != w.u && w.hfind(v) == nil
+			return v != w.u && !w.hhas(v)
 		}
-		return v != w.u && w.hfind(v) == nil && !w.isNeighbour(v)
+		return v != w.u && !w.hhas(v) && !w.isNeighbour(v)
 	}
 	if w.stamp[v] == w.gen {
 		return false
@@ -724,7 +779,7 @@ func (w *Worker) InZero(v int32) bool {
 		return c == 0
 	case AA, RA:
 		if w.hashed {
-			return w.hfind(v) == nil
+			return !w.hhas(v)
 		}
 		return w.acc[v].s == 0
 	}
@@ -765,10 +820,8 @@ func (w *Worker) ZeroCands(dst []int32) []int32 {
 // Score.
 func (w *Worker) countsAt(v int32) (c, cp int32) {
 	if w.hashed {
-		if e := w.hfind(v); e != nil {
-			return int32(e.s), int32(e.p)
-		}
-		return 0, 0
+		s, p, _ := w.hfind(v)
+		return int32(s), int32(p)
 	}
 	if w.cnt32 != nil {
 		x := w.cnt32[v]
