@@ -116,8 +116,10 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 			}
 			for v := int32(0); int(v) < g.N(); v++ {
 				s, pub := w.At(v)
-				if sn, pn := wn.At(v); math.Float64bits(sn) != math.Float64bits(s) || !math.IsNaN(pn) || wn.InZero(v) != w.InZero(v) {
-					t.Fatalf("%v u=%d: without public sums At(%d) = (%v,%v), InZero %v; with them (%v,%v), %v", k, u, v, sn, pn, wn.InZero(v), s, pub, w.InZero(v))
+				if qi%8 == 0 { // without public sums: every eighth query
+					if sn, pn := wn.At(v); math.Float64bits(sn) != math.Float64bits(s) || !math.IsNaN(pn) || wn.InZero(v) != w.InZero(v) {
+						t.Fatalf("%v u=%d: without public sums At(%d) = (%v,%v), InZero %v; with them (%v,%v), %v", k, u, v, sn, pn, wn.InZero(v), s, pub, w.InZero(v))
+					}
 				}
 				i, listed := pos[v]
 				switch {
