@@ -19,7 +19,7 @@ type Result struct {
 	U     int32
 	Cands []int32   // candidates reached by a wedge (PA: every candidate); deterministic wedge order, not sorted (PA: ascending)
 	S     []float64 // s(u, Cands[i])
-	Pub   []float64 // s_pub(u, Cands[i])
+	Pub   []float64 // s_pub(u, Cands[i]); empty after ScoreNoPublic
 	Zero  int       // further candidates, not listed, with s = s_pub = 0
 
 	DeltaS, SMax float64 // Scorer.Sensitivity(U)
