@@ -307,7 +307,7 @@ func (p *Plan) AppendUtilities(dst, s, pub []float64, idx []int) []float64 {
 	if b, ok := p.cfg.Transform.(batch); ok && p.cfg.Method != PublicOnly {
 		return b.AppendUtilities(dst, s, idx, p.q.SMax)
 	}
-	if len(pub) == 0 && len(idx) > 0 && !p.cfg.ReadsPublic() {
+	if len(pub) == 0 && !p.cfg.ReadsPublic() {
 		for _, i := range idx {
 			dst = append(dst, p.Utility(s[i], 0)) // s_pub is not read
 		}

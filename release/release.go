@@ -114,6 +114,7 @@ type Recommender struct {
 	p       *protect.Set
 	sc      *score.Scorer
 	cfg     calib.Config
+	public  bool // cfg.ReadsPublic(): queries are scored with their public sums
 	store   Store
 	cap     ledger.Cap
 	seed    *uint64
@@ -206,6 +207,7 @@ func newRecommender(cfg calib.Config, id, scoreName string, g *graph.Graph, p *p
 		cfg.ExactSampler = r.seed == nil && cfg.Method == calib.Exponential && cfg.Calibration == calib.Rigorous
 	}
 	r.cfg = cfg
+	r.public = cfg.ReadsPublic()
 	if err := r.cfg.Validate(); err != nil {
 		return nil, err
 	}

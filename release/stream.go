@@ -29,7 +29,7 @@ func (r *Recommender) sample(ws *workerState, u int32, k int, stream uint64) (Ou
 	if r.list != nil {
 		return r.sampleList(ws, u, k, stream)
 	}
-	if r.cfg.ReadsPublic() || alwaysPublic {
+	if r.public || alwaysPublic {
 		ws.w.Score(u, &ws.r)
 	} else {
 		ws.w.ScoreNoPublic(u, &ws.r) // the same list; a smaller table to scatter into

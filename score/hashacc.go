@@ -56,8 +56,9 @@ type hslot struct {
 // sslot is a slot of a query scored without its public sums
 // (Worker.ScoreNoPublic): the key and the full-graph sum only. Sixteen
 // bytes instead of 24, so four slots share a cache line and none straddles
-// two; the scatter is random access into the table, and the 10 M release
-// spent about 5% less CPU with these slots (docs/SCALE.md).
+// two; the scatter is random access into the table: 0.93x the time per
+// wedge (BenchmarkScoreLarge at 4 M nodes, alternated), about 17 s of the
+// 10 M release's 480-500 s of CPU (docs/SCALE.md).
 type sslot struct {
 	key uint64
 	s   float64
@@ -426,14 +427,12 @@ func findSlot[T slot](tab []T, v int32, shift, gen uint32) *T {
 // hfind is v's sums in the last query's table (p is NaN in a table without
 // public sums), and whether v has a slot.
 func (w *Worker) hfind(v int32) (s, p float64, ok bool) {
-	if !w.hpub {
-		if e := findSlot(w.hs[:w.hsize], v, w.hshift, w.hgen); e != nil {
-			return e.s, math.NaN(), true
+	if w.hpub {
+		if e := findSlot(w.ht[:w.hsize], v, w.hshift, w.hgen); e != nil {
+			return e.s, e.p, true
 		}
-		return 0, 0, false
-	}
-	if e := findSlot(w.ht[:w.hsize], v, w.hshift, w.hgen); e != nil {
-		return e.s, e.p, true
+	} else if ps := w.hsum(v); ps != nil {
+		return *ps, math.NaN(), true
 	}
 	return 0, 0, false
 }
