@@ -473,6 +473,30 @@ func (p *Plan) Sample(u *mech.Utilities, k int, r *rand.Rand, dst []int) ([]int,
 	return mech.ExactTopK(u, k, r, dst)
 }
 
+// Keyed reports whether the plan's list can be drawn with per-candidate
+// keyed noise (SampleKeyed): it samples with Gumbel top-K, the float
+// exponential mechanism (mech.ExpTopK) or, for an exact plan, the top-K
+// with random tie-breaking. The lexicographic plan, the exact base-2
+// sampler and the research baselines (Laplace, peeling, staircase) draw
+// sequentially and are not keyed.
+func (p *Plan) Keyed() bool {
+	if p.lex {
+		return false
+	}
+	return p.Exact() || (p.cfg.Method == Exponential && !p.cfg.ExactSampler)
+}
+
+// SampleKeyed is Sample with candidate i's noise keyed by (key, ids[i])
+// (mech.ExpTopKKeyed), for a plan whose Keyed is true: the list is then a
+// function of the candidates as a set of (id, utility) pairs, the blocks,
+// key and r, whatever their order. Seeded (research) releases use it.
+func (p *Plan) SampleKeyed(u *mech.Utilities, ids []int32, key mech.NoiseKey, k int, r *rand.Rand, dst []int) ([]int, error) {
+	if !p.Keyed() {
+		return dst[:0], fmt.Errorf("calib: this plan (%v) does not sample with keyed noise", p.cfg.Method)
+	}
+	return mech.ExpTopKKeyed(u, ids, key, k, p.Scale, r, dst)
+}
+
 // scoreTransform is a transform whose utility reads the score alone and
 // can be bounded over an interval of scores (model.Model): SampleScores
 // evaluates only the candidates its sampler proposes.
@@ -545,6 +569,83 @@ func (p *Plan) SampleScoresIn(s []float64, lo, hi float64, blocks []mech.Block, 
 	uLo, uHi := t.UtilityBounds(lo, hi, p.q.SMax)
 	picks, err = ex.TopKLazyAnon(&scoreVals{t: t, s: s, sMax: p.q.SMax}, uLo, uHi, blocks, k, RandReader{r}, dst)
 	return picks, true, err
+}
+
+// SampleScoresKeyed is SampleKeyed for the candidates whose scores are s
+// (lo <= s[i] <= hi, all finite; ids[i] their ids) followed by blocks, for
+// a keyed plan with noise whose transform reads the score alone and bounds
+// it (as SampleScores): it evaluates a candidate's utility only when its
+// keyed draw could still enter the list (mech.ExpTopKKeyedLazy), so most
+// candidates cost one hash and no transform. The list is SampleKeyed's on
+// the utilities Utility(s[i], ·) with the same key and generator, block
+// members included. ok is false, and nothing is drawn, when the plan is
+// not one this applies to; the caller then computes the utilities and
+// calls SampleKeyed.
+func (p *Plan) SampleScoresKeyed(s []float64, lo, hi float64, ids []int32, blocks []mech.Block, key mech.NoiseKey, k int, r *rand.Rand, dst []int) (picks []int, ok bool, err error) {
+	t, isScore := p.cfg.Transform.(scoreTransform)
+	if !isScore || !p.Keyed() || p.Exact() || p.cfg.Method != Exponential || !(lo <= hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		return dst[:0], false, nil
+	}
+	uLo, uHi := t.UtilityBounds(lo, hi, p.q.SMax)
+	picks, err = mech.ExpTopKKeyedLazy(&scoreVals{t: t, s: s, sMax: p.q.SMax}, uLo, uHi, blocks, ids, key, k, p.Scale, r, dst)
+	return picks, true, err
+}
+
+// SampleWalk is the keyed plan's list for the candidates among the ids
+// [0, n): v is a candidate when zero(v) (the zero block: score 0, utility
+// Utility(0, 0)) or cand(v) (score s, utility Utility(s, ·)); nc and nz
+// are their numbers, and the cand scores lie in [lo, hi] when hasRange
+// (none when nc = 0). It walks the ids in a uniformly random order with
+// the Gumbel draws in decreasing order (mech.WalkTopK), so the list is a
+// function of the candidates by id, r and k, whatever order they could be
+// listed in, and costs about k n/(nc+nz) e^((uHi-uLo)/scale) lookups.
+// ok is false, and nothing is drawn, when the plan is not one this
+// applies to (as SampleScoresKeyed) or the walk would visit more than
+// about nc/8 ids (mech.WalkSteps): the caller then visits every candidate
+// (SampleScoresKeyed or SampleKeyed). When ok every pick is random and the
+// ids are the list.
+func (p *Plan) SampleWalk(n int, cand func(v int32) (float64, bool), zero func(v int32) bool, lo, hi float64, hasRange bool, nc, nz, k int, r *rand.Rand, dst []int32) (ids []int32, ok bool, err error) {
+	t, isScore := p.cfg.Transform.(scoreTransform)
+	if !isScore || !p.Keyed() || p.Exact() || p.cfg.Method != Exponential || (nc > 0 && !hasRange) {
+		return dst[:0], false, nil
+	}
+	zv := p.Utility(0, 0)
+	uLo, uHi := zv, zv
+	if nc > 0 {
+		if !(lo <= hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+			return dst[:0], false, nil
+		}
+		a, b := t.UtilityBounds(lo, hi, p.q.SMax)
+		if nz > 0 {
+			a, b = min(a, zv), max(b, zv)
+		}
+		uLo, uHi = a, b
+	}
+	if steps := mech.WalkSteps(n, nc+nz, k, uLo, uHi, p.Scale); !(steps*8 <= float64(nc)+256) {
+		return dst[:0], false, nil
+	}
+	ids, err = mech.WalkTopK(n, walkCands{t: t, sMax: p.q.SMax, zero: zero, cand: cand, zv: zv}, uHi, k, p.Scale, r, dst)
+	return ids, true, err
+}
+
+// walkCands classifies ids for SampleWalk: the zero block first (most ids
+// of a large graph), then the scored candidates.
+type walkCands struct {
+	t    scoreTransform
+	sMax float64
+	zero func(v int32) bool
+	cand func(v int32) (float64, bool)
+	zv   float64
+}
+
+func (c walkCands) At(v int32) (float64, bool) {
+	if c.zero(v) {
+		return c.zv, true
+	}
+	if s, ok := c.cand(v); ok {
+		return c.t.ScoreUtility(s, c.sMax), true
+	}
+	return 0, false
 }
 
 // scoresApply reports whether SampleScores applies to p: the exponential

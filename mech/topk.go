@@ -12,11 +12,19 @@ import (
 // utility), secondary key s (a random tie-breaker), and where it came from.
 type item struct {
 	p, s float64
-	idx  int // individual index, or rank among the block's order statistics
-	blk  int // -1 for an individual, else the block index
+	idx  int   // individual index, or rank among the block's order statistics
+	blk  int32 // -1 for an individual, else the block index
+	id   int32 // last tie-breaker: the candidate id under keyed noise (ExpTopKKeyed), else 0
 }
 
-func (a item) less(b item) bool { return a.p < b.p || (a.p == b.p && a.s < b.s) }
+// less orders items by noisy utility, then by their noise, then by id
+// (which only keyed noise sets: there two candidates with equal noisy
+// utility and equal noise, a 2^-53 event, are ordered by id rather than by
+// the order they were offered in, so the top K is a function of the
+// candidate set).
+func (a item) less(b item) bool {
+	return a.p < b.p || (a.p == b.p && (a.s < b.s || (a.s == b.s && a.id < b.id)))
+}
 
 // group records that output position pos is a member of block blk whose
 // identity is still to be drawn.
@@ -30,6 +38,9 @@ type workspace struct {
 	rem     []int32
 	cnt     []int
 	seen    map[int]struct{}
+	xs, xh  []uint64 // ExpTopKKeyed: kept draws, the k smallest
+	xi      []int32  // ExpTopKKeyed: the kept draws' candidates
+	seen32  idSet    // WalkTopK: the ids given a draw
 }
 
 var pool = sync.Pool{New: func() any { return new(workspace) }}
@@ -84,8 +95,8 @@ func siftDown(h []item, i int) {
 }
 
 // finish heap-sorts the kept items into descending order, writes them to
-// dst[:0] and draws block members.
-func (w *workspace) finish(u *Utilities, r *rand.Rand, dst []int) []int {
+// dst[:0] and draws block members (nv individuals precede the blocks).
+func (w *workspace) finish(nv int, blocks []Block, r *rand.Rand, dst []int) []int {
 	h := w.h
 	for end := len(h) - 1; end > 0; end-- {
 		h[0], h[end] = h[end], h[0]
@@ -98,10 +109,10 @@ func (w *workspace) finish(u *Utilities, r *rand.Rand, dst []int) []int {
 			dst = append(dst, it.idx)
 		} else {
 			dst = append(dst, -1)
-			w.groups = append(w.groups, group{it.blk, pos})
+			w.groups = append(w.groups, group{int(it.blk), pos})
 		}
 	}
-	w.assignMembers(u, r, dst)
+	w.assignMembers(nv, blocks, r, dst)
 	return dst
 }
 
@@ -109,7 +120,8 @@ func (w *workspace) finish(u *Utilities, r *rand.Rand, dst []int) []int {
 // blocks. Members of a block are exchangeable (same utility, i.i.d. noise),
 // so the members behind the block's selected order statistics are a
 // uniformly random ordered sample without replacement.
-func (w *workspace) assignMembers(u *Utilities, r *rand.Rand, dst []int) {
+// nv individuals precede the blocks in pick indices.
+func (w *workspace) assignMembers(nv int, blocks []Block, r *rand.Rand, dst []int) {
 	if len(w.groups) == 0 {
 		return
 	}
@@ -119,17 +131,17 @@ func (w *workspace) assignMembers(u *Utilities, r *rand.Rand, dst []int) {
 		}
 		return cmp.Compare(a.pos, b.pos)
 	})
-	base, next := len(u.Vals), 0 // base = pick index of block next's first member
+	base, next := nv, 0 // base = pick index of block next's first member
 	for i := 0; i < len(w.groups); {
 		b := w.groups[i].blk
 		for ; next < b; next++ {
-			base += u.Blocks[next].Size
+			base += blocks[next].Size
 		}
 		j := i
 		for j < len(w.groups) && w.groups[j].blk == b {
 			j++
 		}
-		mem := w.sampleDistinct(u.Blocks[b].Size, j-i, r)
+		mem := w.sampleDistinct(blocks[b].Size, j-i, r)
 		for t, g := range w.groups[i:j] {
 			dst[g.pos] = base + mem[t]
 		}
@@ -249,7 +261,14 @@ func ExpTopK(u *Utilities, k int, scale float64, r *rand.Rand, dst []int) ([]int
 		g := -math.Log(expPos(r))
 		w.offer(item{p: v + scale*g, s: g, idx: i, blk: -1}, k)
 	}
-	for b, blk := range u.Blocks {
+	w.offerBlocks(u.Blocks, k, scale, r)
+	return w.finish(len(u.Vals), u.Blocks, r, dst), nil
+}
+
+// offerBlocks offers the top order statistics of every block's Gumbel
+// keys (ExpTopK's Rényi representation), drawn from r in block order.
+func (w *workspace) offerBlocks(blocks []Block, k int, scale float64, r *rand.Rand) {
+	for b, blk := range blocks {
 		m := blk.Size
 		if scale == 0 && len(w.h) == k && blk.Val < w.h[0].p {
 			continue
@@ -258,12 +277,11 @@ func ExpTopK(u *Utilities, k int, scale float64, r *rand.Rand, dst []int) ([]int
 		for j := range min(k, m) {
 			z += r.ExpFloat64() / float64(m-j)
 			g := -math.Log(z)
-			if !w.offer(item{p: blk.Val + scale*g, s: g, idx: j, blk: b}, k) {
+			if !w.offer(item{p: blk.Val + scale*g, s: g, idx: j, blk: int32(b)}, k) {
 				break // later order statistics are smaller still
 			}
 		}
 	}
-	return w.finish(u, r, dst), nil
 }
 
 // lnLower returns a lower bound of ln(x) within 0.002 of it, using the
@@ -346,12 +364,12 @@ func noisyTopK[P prepared](u *Utilities, k int, pn P, r *rand.Rand, dst []int) [
 		for j := range min(k, m) {
 			z += r.ExpFloat64() / float64(m-j)
 			// The maximum of the remaining draws: F(X) = exp(-z).
-			if !w.offer(item{p: blk.Val + pn.quantileExp(z), idx: j, blk: b}, k) {
+			if !w.offer(item{p: blk.Val + pn.quantileExp(z), idx: j, blk: int32(b)}, k) {
 				break
 			}
 		}
 	}
-	return w.finish(u, r, dst)
+	return w.finish(len(u.Vals), u.Blocks, r, dst)
 }
 
 // LaplaceTopK is the paper's Laplace baseline: Laplace(scale) noise added
@@ -447,7 +465,7 @@ func LaplacePeel(u *Utilities, k int, scale float64, r *rand.Rand, dst []int) ([
 			rem = rem[:len(rem)-1]
 		}
 	}
-	w.assignMembers(u, r, dst)
+	w.assignMembers(len(u.Vals), u.Blocks, r, dst)
 	return dst, nil
 }
 

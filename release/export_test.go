@@ -75,8 +75,10 @@ func GuaranteeTableLenForTest(r *Recommender) int {
 	return 0
 }
 
-// SetNoLazyForTest turns calib.Plan.SampleScores off in Sample (the
-// eager path) until the returned function restores it.
+// SetNoLazyForTest turns calib.Plan.SampleScores, SampleScoresKeyed and
+// SampleWalk off in Sample (the eager paths; a seeded keyed list then
+// comes from SampleKeyed, not from the walk) until the returned function
+// restores it.
 func SetNoLazyForTest(off bool) (restore func()) {
 	old := noLazy
 	noLazy = off

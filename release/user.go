@@ -2,6 +2,7 @@ package release
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -24,18 +25,25 @@ type UserInput struct {
 	Zero     int       // further candidates with s = s_pub = 0
 	InZero   func(v int32) bool
 	ZeroList func(dst []int32) []int32 // ascending ids of the zero block (O(N) fallback)
-	DeltaS   float64
-	SMax     float64
+	// Cand reports whether v is in Cands and its score: a lookup by id
+	// (optional). With it a canonical release of a keyed plan can walk the
+	// ids (calib.Plan.SampleWalk) instead of visiting every candidate.
+	Cand   func(v int32) (s float64, ok bool)
+	DeltaS float64
+	SMax   float64
 	// SRange says that SLo <= S[i] <= SHi for every i (score.Result's
 	// range, found as the scores were extracted); otherwise the sampler
 	// scans S for it when it needs it.
 	SRange   bool
 	SLo, SHi float64
-	// Canonical sorts the candidates by id before sampling, so the list is
-	// a function of the candidate set rather than of the scorer's
-	// enumeration order. Seeded runs need it (reproducible at any
-	// partitioning, and equal to the Beam pipeline's output); crypto-seeded
-	// releases skip the sort (the distribution is the same either way).
+	// Canonical makes the list a function of the candidate set rather
+	// than of the scorer's enumeration order. Seeded runs need it
+	// (reproducible at any partitioning, and equal to the Beam pipeline's
+	// output); crypto-seeded releases leave it off (the distribution is
+	// the same either way). A plan that samples with Gumbel top-K
+	// (calib.Plan.Keyed: the float exponential mechanism, the default of
+	// seeded runs) then keys each candidate's noise by its id
+	// (mech.ExpTopKKeyed); every other plan sorts the candidates by id.
 	Canonical bool
 }
 
@@ -69,12 +77,18 @@ type Sampler struct {
 var noLazy = false
 
 // Sample releases the plan's top-k list for one user from in, drawing every
-// random choice from rng. With in.Canonical the candidates are put in
-// ascending id order before sampling; members of the zero block are drawn uniformly (by
-// rejection when the block is a large share of the graph, so the work is
+// random choice from rng. With in.Canonical the result is a function of
+// (in's candidates by id, plan, k, rng state) alone, whatever order the
+// candidates are listed in: a keyed plan (calib.Plan.Keyed, the float
+// exponential mechanism of seeded runs) walks the ids in a random order
+// with the Gumbel draws in decreasing order when that visits few ids
+// (calib.Plan.SampleWalk, which needs in.Cand), and otherwise gives every
+// candidate a draw keyed by its id (calib.Plan.SampleScoresKeyed,
+// SampleKeyed); any other plan sorts the candidates into ascending id
+// order first. Members of the zero block are drawn uniformly (by rejection
+// when the block is a large share of the graph, so the work is
 // proportional to the user's wedges plus k, not to N; otherwise from the
-// ascending list), so the result is a function of (in, plan, k, rng state)
-// alone. At most min(k, candidates) ids are returned. Without
+// ascending list). At most min(k, candidates) ids are returned. Without
 // in.Canonical, a plan with the exact sampler computes only the utilities
 // of the candidates it proposes when it can (calib.Plan.SampleScores; the
 // same distribution, docs/SAMPLING.md).
@@ -117,8 +131,50 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 			out.Picks = len(sm.picks)
 		}
 	}
+	// A canonical (seeded) release of a keyed plan does not sort the
+	// candidates into id order. When the utilities span little of the
+	// noise scale it walks the ids (about k lookups); otherwise every
+	// candidate's draw is keyed by its id (the key: the user generator's
+	// first two words), and utilities are computed only for candidates
+	// whose draw could enter the list when the transform allows it (the
+	// list is the same either way). Which of the two applies depends only
+	// on invariant quantities (the scores' range, the counts, k).
+	keyed := in.Canonical && plan.Keyed()
+	var key mech.NoiseKey
+	if keyed && in.Cand != nil && in.InZero != nil && !noLazy {
+		lo, hi, ok := in.SLo, in.SHi, in.SRange
+		if !ok {
+			lo, hi, ok = scoreRange(in.S)
+		}
+		ids, walked, err := plan.SampleWalk(in.N, in.Cand, in.InZero, lo, hi, ok, len(in.Cands), in.Zero, kk, rng, out.IDs)
+		if walked || err != nil {
+			out.IDs = ids
+			out.Picks = len(ids)
+			return out, err
+		}
+	}
+	if keyed {
+		key = mech.NewNoiseKey(rng)
+		lo, hi, ok := in.SLo, in.SHi, in.SRange
+		if !ok && len(in.S) > 0 {
+			lo, hi, ok = scoreRange(in.S)
+		}
+		if ok && !noLazy {
+			sm.picks, ident, err = plan.SampleScoresKeyed(in.S, lo, hi, in.Cands, sm.u.Blocks, key, kk, rng, sm.picks[:0])
+			if err != nil {
+				return out, err
+			}
+			if ident { // picks index in.Cands, block members explicit
+				out.Picks = len(sm.picks)
+				sm.idx = sm.ord.order(in.Cands, false, sm.idx[:0])
+				ids, err := sm.mapPicks(in, sm.picks, false, rng, out.IDs)
+				out.IDs = ids
+				return out, err
+			}
+		}
+	}
 	if !ident {
-		sm.idx = sm.ord.order(in.Cands, in.Canonical, sm.idx[:0])
+		sm.idx = sm.ord.order(in.Cands, in.Canonical && !keyed, sm.idx[:0])
 		sm.u.Vals = plan.AppendUtilities(sm.u.Vals[:0], in.S, in.Pub, sm.idx)
 		sm.pub = sm.pub[:0]
 		if plan.Lexicographic() { // only the lexicographic plan reads the public scores
@@ -126,7 +182,11 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 				sm.pub = append(sm.pub, in.Pub[i])
 			}
 		}
-		sm.picks, err = plan.SampleWithPub(&sm.u, sm.pub, kk, rng, sm.picks[:0])
+		if keyed {
+			sm.picks, err = plan.SampleKeyed(&sm.u, in.Cands, key, kk, rng, sm.picks[:0])
+		} else {
+			sm.picks, err = plan.SampleWithPub(&sm.u, sm.pub, kk, rng, sm.picks[:0])
+		}
 		if err != nil {
 			return out, err
 		}
@@ -233,4 +293,23 @@ func (sm *Sampler) mapPicks(in *UserInput, picks []int, ident bool, rng *rand.Ra
 		}
 	}
 	return dst, nil
+}
+
+// scoreRange is the range of s, all finite (ok false for an empty s, a NaN
+// or an infinity).
+func scoreRange(s []float64) (lo, hi float64, ok bool) {
+	if len(s) == 0 {
+		return 0, 0, false
+	}
+	lo, hi = s[0], s[0]
+	for _, x := range s {
+		if x < lo {
+			lo = x
+		} else if x > hi {
+			hi = x
+		} else if x != x {
+			return 0, 0, false
+		}
+	}
+	return lo, hi, !math.IsInf(lo, 0) && !math.IsInf(hi, 0)
 }

@@ -111,7 +111,7 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 			if fold := kw.perQuery && w.hashed && !sc.nonEdge && sc.deg[u] < 1<<cBits; w.folded != fold {
 				t.Fatalf("%v u=%d: DeltaS folded into the scatter %v, want %v", k, u, w.folded, fold)
 			}
-			// At, InZero and ZeroCands read the accumulators left by Score:
+			// At, InZero, CandScore and ZeroCands read the accumulators left by Score:
 			// checked on every node after every fourth query (an O(N) sweep;
 			// the race detector makes it the bulk of the package's tests).
 			if qi%4 != 0 {
@@ -130,6 +130,14 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 					}
 				}
 				i, listed := pos[v]
+				if cs, ok := w.CandScore(v); ok != listed || (listed && math.Float64bits(cs) != math.Float64bits(got.S[i])) {
+					t.Fatalf("%v u=%d: CandScore(%d) = (%v, %v), listed %v", k, u, v, cs, ok, listed)
+				}
+				if np8 {
+					if cs, ok := wn.CandScore(v); ok != listed || (listed && math.Float64bits(cs) != math.Float64bits(got.S[i])) {
+						t.Fatalf("%v u=%d: without public sums CandScore(%d) = (%v, %v), listed %v", k, u, v, cs, ok, listed)
+					}
+				}
 				switch {
 				case listed && (s != got.S[i] || pub != got.Pub[i]):
 					t.Fatalf("%v u=%d: At(%d) = (%v,%v), listed (%v,%v)", k, u, v, s, pub, got.S[i], got.Pub[i])

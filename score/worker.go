@@ -786,6 +786,18 @@ func (w *Worker) InZero(v int32) bool {
 	return false
 }
 
+// CandScore reports whether v is one of the last Score's Cands (a node
+// other than u and its neighbours that a wedge reached), and if so its
+// score s(u, v). O(1): a probe of the query's accumulators; false before
+// any Score.
+func (w *Worker) CandScore(v int32) (s float64, ok bool) {
+	if !w.scored || v < 0 || int(v) >= w.s.n || w.stamp[v] == w.gen || w.InZero(v) {
+		return 0, false
+	}
+	s, _ = w.at(v)
+	return s, true
+}
+
 // ZeroCands appends to dst[:0] the ids of the last Score's Zero block
 // (candidates not in Cands), ascending, by an O(N) scan. It is empty for PA.
 func (w *Worker) ZeroCands(dst []int32) []int32 {

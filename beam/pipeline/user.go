@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -76,8 +77,9 @@ func sensitivity(kind score.Kind, b, c, deg int) (deltaS, sMax float64) {
 // release.Sampler, with the calib plan release.Recommender builds and the
 // generator and sampler its SamplerAuto picks:
 //
-//   - Seeded (research): release.UserRNG(Seed, label, 0), candidates in
-//     id order (UserInput.Canonical), the float Gumbel sampler, exactly
+//   - Seeded (research): release.UserRNG(Seed, label, 0), a list that
+//     does not depend on the candidates' order (UserInput.Canonical, with
+//     the lookup by id UserInput.Cand), the float Gumbel sampler, exactly
 //     release.New(..., release.WithSeed(Seed)): the lists are a
 //     deterministic function of the graph and the seed, byte-identical to
 //     the single-machine path, and carry NO privacy guarantee.
@@ -136,7 +138,7 @@ func (f *releaseFn) ProcessElement(u int32, nodes func(*Node) bool, cands func(*
 		return err
 	}
 	kind := score.Kind(f.Kind)
-	in.Canonical = f.Seeded // seeded: sorted by id, as release.Recommender with WithSeed
+	in.Canonical = f.Seeded // seeded: independent of the candidates' order, as release.Recommender with WithSeed
 	plan := f.cfg.Plan(calib.Query{DeltaS: in.DeltaS, SMax: in.SMax})
 	if math.IsNaN(plan.Scale) || math.IsInf(plan.Scale, 0) || plan.Scale < 0 {
 		return fmt.Errorf("release: user %s: noise scale %v is not a finite number >= 0", nd.Label, plan.Scale)
@@ -187,10 +189,26 @@ func assemble(kind score.Kind, u int32, nodes func(*Node) bool, cands func(*Cand
 	if in.Zero < 0 {
 		return nd, nil, si, fmt.Errorf("user %s: negative zero block (internal error)", nd.Label)
 	}
-	sorted := slices.Clone(in.Cands)
-	slices.Sort(sorted)
+	// The candidates in id order (byID: their positions in in.Cands), for
+	// the zero block's membership test and the lookup by id (Cand).
+	byID := make([]int, len(in.Cands))
+	for i := range byID {
+		byID[i] = i
+	}
+	slices.SortFunc(byID, func(a, b int) int { return cmp.Compare(in.Cands[a], in.Cands[b]) })
+	sorted := make([]int32, len(byID))
+	for j, i := range byID {
+		sorted[j] = in.Cands[i]
+	}
 	in.InZero = func(v int32) bool {
 		return v >= 0 && int(v) < n && v != u && !has(nbrs, v) && !has(sorted, v)
+	}
+	in.Cand = func(v int32) (float64, bool) {
+		j, ok := slices.BinarySearch(sorted, v)
+		if !ok {
+			return 0, false
+		}
+		return in.S[byID[j]], true
 	}
 	in.ZeroList = func(dst []int32) []int32 {
 		dst = dst[:0]
