@@ -21,6 +21,7 @@
 package audit
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -466,6 +467,22 @@ func Run(cfg Config) (*Report, error) {
 								rep.ChiFailures++
 							}
 						}
+						// The seeded (canonical) samplers of a keyed plan:
+						// the walk over ids and the keyed scan must have the
+						// same exact distribution.
+						if plans[mi].Keyed() && !plans[mi].Exact() {
+							for _, d := range dists[mi] {
+								for _, walk := range []bool{true, false} {
+									res := seededChi(&plans[mi], vals, q.cands, n, d, cfg.ChiSamples, r, walk)
+									res.Score = kind.String()
+									rep.Chi = append(rep.Chi, res)
+									rep.MinChiP = min(rep.MinChiP, res.P)
+									if !(res.P >= chiAlpha) {
+										rep.ChiFailures++
+									}
+								}
+							}
+						}
 					}
 				}
 				err = eachNeighbourUnit(g, p, kind, u, &q, rep, cfg.neighbours(), func(w int32, xs []int32, q2 *query) error {
@@ -556,6 +573,103 @@ func chiTest(plan *calib.Plan, vals, pub []float64, d dist, samples int, r *rand
 		return ChiResult{K: k, Stat: math.Inf(1), P: 0}
 	}
 	return res
+}
+
+// SeededWalkMethod and SeededKeyedMethod name the chi-square rows of the
+// samplers of seeded (canonical) releases of a keyed plan: the walk over
+// ids (mech.WalkTopK) and the draws keyed by candidate id
+// (mech.ExpTopKKeyed), each against the exponential mechanism's exact list
+// probabilities.
+const (
+	SeededWalkMethod  = "exponential-seeded-walk"
+	SeededKeyedMethod = "exponential-seeded-keyed"
+)
+
+// walkInIDOrder gives the walk's draws to the ids in ascending order
+// instead of a random one (the negative control of the seeded rows).
+var walkInIDOrder = false
+
+// seededChi samples the plan's list over the candidates cands (ids below
+// n, utilities vals) with the walk or the keyed scan (a fresh key from r
+// each draw) and compares the frequencies with d.
+func seededChi(plan *calib.Plan, vals []float64, cands []int32, n int, d dist, samples int, r *rand.Rand, walk bool) ChiResult {
+	k := len(d.lists[0])
+	method := SeededKeyedMethod
+	pos := make(map[int32]int, len(cands))
+	for i, v := range cands {
+		pos[v] = i
+	}
+	hi := slices.Max(vals)
+	var ids []int32
+	draw := func(dst []int) ([]int, error) {
+		dst, err := mech.ExpTopKKeyed(&mech.Utilities{Vals: vals}, cands, mech.NewNoiseKey(r), k, plan.Scale, r, dst[:0])
+		if err == nil && len(dst) != k {
+			err = fmt.Errorf("audit: sampled %d of %d", len(dst), k)
+		}
+		return dst, err
+	}
+	if walk {
+		method = SeededWalkMethod
+		draw = func(dst []int) ([]int, error) {
+			var err error
+			if walkInIDOrder {
+				ids, err = idOrderWalk(n, pos, vals, k, plan.Scale, r, ids)
+			} else {
+				ids, err = mech.WalkTopK(n, auditCands{pos: pos, vals: vals}, hi, k, plan.Scale, r, ids)
+			}
+			dst = dst[:0]
+			for _, v := range ids {
+				dst = append(dst, pos[v])
+			}
+			if err == nil && len(dst) != k {
+				err = fmt.Errorf("audit: sampled %d of %d", len(dst), k)
+			}
+			return dst, err
+		}
+	}
+	res, err := chiAgainst(d, samples, draw)
+	if err != nil {
+		res = ChiResult{K: k, Stat: math.Inf(1), P: 0}
+	}
+	res.Method = method
+	return res
+}
+
+// auditCands is the query's candidates by id for mech.WalkTopK.
+type auditCands struct {
+	pos  map[int32]int
+	vals []float64
+}
+
+func (c auditCands) At(v int32) (float64, bool) {
+	i, ok := c.pos[v]
+	if !ok {
+		return 0, false
+	}
+	return c.vals[i], true
+}
+
+// idOrderWalk is the broken walk of the negative control: the j-th largest
+// of the n Gumbel draws goes to id j.
+func idOrderWalk(n int, pos map[int32]int, vals []float64, k int, scale float64, r *rand.Rand, dst []int32) ([]int32, error) {
+	type kv struct {
+		p  float64
+		id int32
+	}
+	var all []kv
+	z := 0.0
+	for j := range n {
+		z += r.ExpFloat64() / float64(n-j)
+		if i, ok := pos[int32(j)]; ok {
+			all = append(all, kv{vals[i] - scale*math.Log(z), int32(j)})
+		}
+	}
+	slices.SortFunc(all, func(a, b kv) int { return cmp.Compare(b.p, a.p) })
+	dst = dst[:0]
+	for _, x := range all[:min(k, len(all))] {
+		dst = append(dst, x.id)
+	}
+	return dst, nil
 }
 
 // chiAgainst draws samples lists of d's length with draw and compares their

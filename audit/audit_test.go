@@ -28,6 +28,45 @@ func TestDefaultCalibrationPasses(t *testing.T) {
 	}
 }
 
+// seededRows counts the seeded samplers' chi-square rows and their
+// failures.
+func seededRows(rep *Report) (rows, failed int) {
+	for _, c := range rep.Chi {
+		if c.Method == SeededWalkMethod || c.Method == SeededKeyedMethod {
+			rows++
+			if !(c.P >= chiAlpha) {
+				failed++
+			}
+		}
+	}
+	return rows, failed
+}
+
+// The seeded samplers' rows pass with the default audit, and their
+// negative control (the walk's draws given to the ids in ascending order)
+// fails.
+func TestSeededSamplerRows(t *testing.T) {
+	cfg := Default()
+	cfg.Graphs = 2
+	cfg.Methods = []calib.Method{calib.Exponential}
+	rep, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, failed := seededRows(rep); rows == 0 || failed > 0 {
+		t.Fatalf("seeded sampler rows: %d, %d failed", rows, failed)
+	}
+	walkInIDOrder = true
+	defer func() { walkInIDOrder = false }()
+	rep, err = Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows, failed := seededRows(rep); rows == 0 || failed == 0 {
+		t.Fatalf("walk in id order: %d seeded rows, none failed: the negative control cannot fail", rows)
+	}
+}
+
 func TestReferenceCalibrationFails(t *testing.T) {
 	cfg := Default()
 	cfg.Calibration = calib.Reference
