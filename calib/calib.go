@@ -538,19 +538,31 @@ func (p *Plan) SampleScores(s []float64, blocks []mech.Block, k int, r *rand.Ran
 	if !p.scoresApply() || len(s) == 0 {
 		return dst[:0], false, nil
 	}
-	// The scores' range (plain comparisons: the min and max builtins'
-	// NaN and signed-zero rules cost several times this loop).
-	lo, hi := s[0], s[0]
+	lo, hi, ok := ScoreRange(s)
+	if !ok {
+		return dst[:0], false, nil // a NaN
+	}
+	return p.SampleScoresIn(s, lo, hi, blocks, k, r, dst)
+}
+
+// ScoreRange is the range of s, and whether it is one: false for an empty
+// s or one holding a NaN or an infinity. Plain comparisons: the min and max
+// builtins' NaN and signed-zero rules cost several times this loop.
+func ScoreRange(s []float64) (lo, hi float64, ok bool) {
+	if len(s) == 0 {
+		return 0, 0, false
+	}
+	lo, hi = s[0], s[0]
 	for _, x := range s {
 		if x < lo {
 			lo = x
 		} else if x > hi {
 			hi = x
 		} else if x != x {
-			return dst[:0], false, nil // NaN
+			return 0, 0, false
 		}
 	}
-	return p.SampleScoresIn(s, lo, hi, blocks, k, r, dst)
+	return lo, hi, !math.IsInf(lo, 0) && !math.IsInf(hi, 0)
 }
 
 // SampleScoresIn is SampleScores for scores whose range is known: lo <= s[i]

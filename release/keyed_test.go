@@ -17,10 +17,9 @@ import (
 // same user input with its candidates in another order gives the same ids,
 // for the keyed float plan (a walk over the ids, or noise keyed by
 // candidate id with utilities on demand or all computed) and for the plans
-// that sort instead (the exact
-// sampler, the lexicographic DPLP-pub plan, the Laplace baseline). Without
-// Canonical the keyed plan's list does depend on the order (the negative
-// control: the test can tell).
+// that sort instead (the exact sampler, the lexicographic DPLP-pub plan,
+// the Laplace baseline). Without Canonical the keyed plan's list does
+// depend on the order (the negative control: the test can tell).
 func TestCanonicalListsIgnoreEnumerationOrder(t *testing.T) {
 	g, p, m := fixture(t)
 	sc, err := score.New(g, p, score.AA)
@@ -141,23 +140,7 @@ func sampleIDs(t *testing.T, plan calib.Plan, in release.UserInput, k int, seed 
 // each draw) with utilities on demand and all computed.
 func TestKeyedSeededDistribution(t *testing.T) {
 	g, p, _ := fixture(t)
-	sc, err := score.New(g, p, score.AA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := sc.NewWorker()
-	var r score.Result
-	u := int32(-1)
-	for v := range int32(g.N()) {
-		w.Score(v, &r)
-		if len(r.Cands) >= 20 && r.Zero > 0 && r.DeltaS > 0 {
-			u = v
-			break
-		}
-	}
-	if u < 0 {
-		t.Fatal("no user with 20 scored candidates")
-	}
+	w, r := scoredUser(t, g, p)
 	lo, hi := slices.Min(r.S), slices.Max(r.S)
 	cfg := calib.Config{Method: calib.Exponential, Kind: score.AA, Eps: r.DeltaS / (hi - lo), Transform: linT{}}
 	if err := cfg.Validate(); err != nil {

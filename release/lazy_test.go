@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	"github.com/dplp/dplp/calib"
+	"github.com/dplp/dplp/graph"
 	"github.com/dplp/dplp/mech"
 	"github.com/dplp/dplp/mech/exact"
+	"github.com/dplp/dplp/protect"
 	"github.com/dplp/dplp/randx"
 	"github.com/dplp/dplp/release"
 	"github.com/dplp/dplp/score"
@@ -19,23 +21,7 @@ import (
 // (exact.Sampler.ListProb; the zero block as one category).
 func TestSampleScoresDistribution(t *testing.T) {
 	g, p, m := fixture(t)
-	sc, err := score.New(g, p, score.AA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := sc.NewWorker()
-	var r score.Result
-	u := int32(-1)
-	for v := range int32(g.N()) {
-		w.Score(v, &r)
-		if len(r.Cands) >= 20 && r.Zero > 0 && r.DeltaS > 0 {
-			u = v
-			break
-		}
-	}
-	if u < 0 {
-		t.Fatal("no user with 20 scored candidates")
-	}
+	w, r := scoredUser(t, g, p)
 	// The model's transform: SampleScores applies to it.
 	mcfg := calib.Config{Method: calib.Exponential, Calibration: calib.Rigorous, Kind: score.AA, Eps: m.EpsP, Transform: m, ExactSampler: true}
 	mplan := mcfg.Plan(calib.QueryOf(&r))
@@ -117,3 +103,23 @@ func (linT) Utility(s, _, _ float64) float64                    { return 3 * s }
 func (linT) Delta(ds, _ float64) float64                        { return 3 * ds }
 func (linT) ScoreUtility(s, _ float64) float64                  { return 3 * s }
 func (linT) UtilityBounds(lo, hi, _ float64) (float64, float64) { return 3 * lo, 3 * hi }
+
+// scoredUser scores the fixture's users with AA until one has at least 20
+// scored candidates, a zero block and Delta_s > 0; w holds its query.
+func scoredUser(t *testing.T, g *graph.Graph, p *protect.Set) (*score.Worker, score.Result) {
+	t.Helper()
+	sc, err := score.New(g, p, score.AA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := sc.NewWorker()
+	var r score.Result
+	for v := range int32(g.N()) {
+		w.Score(v, &r)
+		if len(r.Cands) >= 20 && r.Zero > 0 && r.DeltaS > 0 {
+			return w, r
+		}
+	}
+	t.Fatal("no user with 20 scored candidates")
+	return nil, r
+}

@@ -2,7 +2,6 @@ package release
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -144,7 +143,7 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 	if keyed && in.Cand != nil && in.InZero != nil && !noLazy {
 		lo, hi, ok := in.SLo, in.SHi, in.SRange
 		if !ok {
-			lo, hi, ok = scoreRange(in.S)
+			lo, hi, ok = calib.ScoreRange(in.S)
 		}
 		ids, walked, err := plan.SampleWalk(in.N, in.Cand, in.InZero, lo, hi, ok, len(in.Cands), in.Zero, kk, rng, out.IDs)
 		if walked || err != nil {
@@ -157,7 +156,7 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 		key = mech.NewNoiseKey(rng)
 		lo, hi, ok := in.SLo, in.SHi, in.SRange
 		if !ok && len(in.S) > 0 {
-			lo, hi, ok = scoreRange(in.S)
+			lo, hi, ok = calib.ScoreRange(in.S)
 		}
 		if ok && !noLazy {
 			sm.picks, ident, err = plan.SampleScoresKeyed(in.S, lo, hi, in.Cands, sm.u.Blocks, key, kk, rng, sm.picks[:0])
@@ -293,23 +292,4 @@ func (sm *Sampler) mapPicks(in *UserInput, picks []int, ident bool, rng *rand.Ra
 		}
 	}
 	return dst, nil
-}
-
-// scoreRange is the range of s, all finite (ok false for an empty s, a NaN
-// or an infinity).
-func scoreRange(s []float64) (lo, hi float64, ok bool) {
-	if len(s) == 0 {
-		return 0, 0, false
-	}
-	lo, hi = s[0], s[0]
-	for _, x := range s {
-		if x < lo {
-			lo = x
-		} else if x > hi {
-			hi = x
-		} else if x != x {
-			return 0, 0, false
-		}
-	}
-	return lo, hi, !math.IsInf(lo, 0) && !math.IsInf(hi, 0)
 }
