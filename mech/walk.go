@@ -107,9 +107,10 @@ func (s *idSet) reset(n int) {
 	for size < 2*n {
 		size *= 2
 	}
-	if len(s.slot) < size || len(s.slot) > 8*size {
+	if cap(s.slot) < size {
 		s.slot = make([]int32, size)
 	} else {
+		s.slot = s.slot[:size] // a table grown for an earlier walk keeps its memory
 		clear(s.slot)
 	}
 	s.used = 0
