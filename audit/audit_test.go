@@ -47,8 +47,10 @@ func seededRows(rep *Report) (rows, failed int) {
 // fails.
 func TestSeededSamplerRows(t *testing.T) {
 	cfg := Default()
-	cfg.Graphs = 2
+	cfg.Graphs = 1
 	cfg.Methods = []calib.Method{calib.Exponential}
+	cfg.Kinds = []score.Kind{score.AA, score.CN}
+	cfg.ChiSamples = 10000
 	rep, err := Run(cfg)
 	if err != nil {
 		t.Fatal(err)

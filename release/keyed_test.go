@@ -174,7 +174,7 @@ func TestKeyedSeededDistribution(t *testing.T) {
 		restore := release.SetNoLazyForTest(mode == "eager")
 		var sm release.Sampler
 		obs := make([]int, nc+1)
-		const draws = 100000
+		const draws = 50000
 		for d := range draws {
 			in := release.UserInput{N: g.N(), Cands: r.Cands, S: r.S, Pub: r.Pub, Zero: r.Zero, InZero: w.InZero, ZeroList: w.ZeroCands,
 				DeltaS: r.DeltaS, SMax: r.SMax, Canonical: true}
