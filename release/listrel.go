@@ -184,7 +184,7 @@ func (r *Recommender) sampleList(ws *workerState, u int32, k int, stream uint64)
 	}
 	in.L1 = lr.ev.Evidence(u, lr.unit).L1
 	in.MaxEvid = r.g.Degree(u)
-	rng := rngFor(r.seed, r.g, u, stream, ws.crypto)
+	rng := rngFor(r.seed, r.g, u, stream, ws.crypto, &ws.seeded)
 	out, err := lw.sm.SampleList(lr.spec.Eps, lr.spec.Combine, in, k, rng)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("release: user %s: %w", r.g.Label(u), err)

@@ -140,6 +140,7 @@ type workerState struct {
 	s      Sampler
 	in     UserInput
 	crypto *rand.Rand
+	seeded seededRNG  // seeded runs: the per-user generators, reused
 	list   listWorker // dplp-list buffers
 }
 

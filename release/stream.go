@@ -40,7 +40,7 @@ func (r *Recommender) sample(ws *workerState, u int32, k int, stream uint64) (Ou
 	if err := checkPlan(&plan); err != nil {
 		return Outcome{}, fmt.Errorf("release: user %s: %w", r.g.Label(u), err)
 	}
-	rng := rngFor(r.seed, r.g, u, stream, ws.crypto)
+	rng := rngFor(r.seed, r.g, u, stream, ws.crypto, &ws.seeded)
 	return ws.s.Sample(&plan, &ws.in, k, rng)
 }
 
