@@ -10,7 +10,24 @@ import "github.com/dplp/dplp/score"
 // are read during Sample only. The research harness (attacks) drives the
 // deployed Sampler through it.
 func InputOf(w *score.Worker, res *score.Result, n int, canonical bool) UserInput {
+	return workerFuncsOf(w).input(res, n, canonical)
+}
+
+// workerFuncs are a worker's lookups as the func values UserInput holds:
+// made once per worker (each method value is an allocation), not per user.
+type workerFuncs struct {
+	inZero   func(v int32) bool
+	zeroList func(dst []int32) []int32
+	cand     func(v int32) (float64, bool)
+}
+
+func workerFuncsOf(w *score.Worker) workerFuncs {
+	return workerFuncs{inZero: w.InZero, zeroList: w.ZeroCands, cand: w.CandScore}
+}
+
+// input is InputOf with the worker's lookups f.
+func (f workerFuncs) input(res *score.Result, n int, canonical bool) UserInput {
 	return UserInput{N: n, Cands: res.Cands, S: res.S, Pub: res.Pub, Zero: res.Zero,
-		InZero: w.InZero, ZeroList: w.ZeroCands, Cand: w.CandScore, DeltaS: res.DeltaS, SMax: res.SMax,
+		InZero: f.inZero, ZeroList: f.zeroList, Cand: f.cand, DeltaS: res.DeltaS, SMax: res.SMax,
 		SRange: res.SRange, SLo: res.SLo, SHi: res.SHi, Canonical: canonical}
 }

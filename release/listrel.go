@@ -172,7 +172,7 @@ func (r *Recommender) sampleList(ws *workerState, u int32, k int, stream uint64)
 		evw = lw.ev
 	}
 	in := &lw.in
-	in.UserInput = InputOf(ws.w, res, r.g.N(), r.seed != nil)
+	in.UserInput = ws.fns.input(res, r.g.N(), r.seed != nil)
 	in.Evid, in.Count = in.Evid[:0], in.Count[:0]
 	for _, v := range res.Cands {
 		s, ps := evw.At(v)

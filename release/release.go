@@ -140,8 +140,9 @@ type workerState struct {
 	s      Sampler
 	in     UserInput
 	crypto *rand.Rand
-	seeded seededRNG  // seeded runs: the per-user generators, reused
-	list   listWorker // dplp-list buffers
+	seeded seededRNG   // seeded runs: the per-user generators, reused
+	fns    workerFuncs // w's lookups for UserInput, made once
+	list   listWorker  // dplp-list buffers
 }
 
 // New builds a Recommender for model m on graph g with marks p.
@@ -258,6 +259,7 @@ func (r *Recommender) state() *workerState {
 		return ws
 	}
 	ws := &workerState{w: r.sc.NewWorker()}
+	ws.fns = workerFuncsOf(ws.w)
 	if r.seed == nil {
 		ws.crypto = randx.Crypto()
 	}

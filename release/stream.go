@@ -35,7 +35,7 @@ func (r *Recommender) sample(ws *workerState, u int32, k int, stream uint64) (Ou
 		ws.w.ScoreNoPublic(u, &ws.r) // the same list; a smaller table to scatter into
 	}
 	res := &ws.r
-	ws.in = InputOf(ws.w, res, r.g.N(), r.seed != nil)
+	ws.in = ws.fns.input(res, r.g.N(), r.seed != nil)
 	plan := r.cfg.Plan(calib.QueryOf(res))
 	if err := checkPlan(&plan); err != nil {
 		return Outcome{}, fmt.Errorf("release: user %s: %w", r.g.Label(u), err)
