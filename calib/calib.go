@@ -595,7 +595,7 @@ func (p *Plan) SampleScoresIn(s []float64, lo, hi float64, blocks []mech.Block, 
 // calls SampleKeyed.
 func (p *Plan) SampleScoresKeyed(s []float64, lo, hi float64, ids []int32, blocks []mech.Block, key mech.NoiseKey, k int, r *rand.Rand, dst []int) (picks []int, ok bool, err error) {
 	t, isScore := p.cfg.Transform.(scoreTransform)
-	if !isScore || !p.Keyed() || p.Exact() || p.cfg.Method != Exponential || !(lo <= hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+	if !isScore || !p.Keyed() || p.Exact() || !(lo <= hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
 		return dst[:0], false, nil
 	}
 	uLo, uHi := t.UtilityBounds(lo, hi, p.q.SMax)
@@ -618,7 +618,7 @@ func (p *Plan) SampleScoresKeyed(s []float64, lo, hi float64, ids []int32, block
 // ids are the list.
 func (p *Plan) SampleWalk(n int, cand func(v int32) (float64, bool), zero func(v int32) bool, lo, hi float64, hasRange bool, nc, nz, k int, r *rand.Rand, dst []int32) (ids []int32, ok bool, err error) {
 	t, isScore := p.cfg.Transform.(scoreTransform)
-	if !isScore || !p.Keyed() || p.Exact() || p.cfg.Method != Exponential || (nc > 0 && !hasRange) {
+	if !isScore || !p.Keyed() || p.Exact() || (nc > 0 && !hasRange) {
 		return dst[:0], false, nil
 	}
 	zv := p.Utility(0, 0)

@@ -2,6 +2,7 @@ package mech
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -25,29 +26,9 @@ func TestExpTopKKeyedMatchesExactListProbabilities(t *testing.T) {
 	if testing.Short() {
 		draws = 10000
 	}
-	seed := uint64(900)
-	for _, c := range expCases {
-		vals := c.u.Materialize(nil)
-		n := len(vals)
-		for k := 1; k <= 3; k++ {
-			lists := enumLists(n, k)
-			exact := expProbs(t, vals, c.scale, lists)
-			for _, form := range []struct {
-				name string
-				u    *Utilities
-			}{{"blocks", c.u}, {"materialised", materialised(c.u)}} {
-				seed++
-				r := seeded(seed)
-				ids := keyedIDs(len(form.u.Vals), 1000)
-				counts := countLists(t, lists, n, draws, func(d []int) ([]int, error) {
-					return ExpTopKKeyed(form.u, ids, NewNoiseKey(r), k, c.scale, r, d)
-				})
-				if stat, df, p := ChiSquare(counts, exact); p < pMin {
-					t.Errorf("%s k=%d %s: chi2 = %.1f df %d p = %.2g", c.name, k, form.name, stat, df, p)
-				}
-			}
-		}
-	}
+	checkExpCases(t, draws, 900, func(u *Utilities, k int, scale float64, r *rand.Rand, d []int) ([]int, error) {
+		return ExpTopKKeyed(u, keyedIDs(len(u.Vals), 1000), NewNoiseKey(r), k, scale, r, d)
+	})
 }
 
 // Negative controls: the same test rejects noise that ignores the key (one

@@ -75,6 +75,17 @@ func (w *workspace) offer(it item, k int) bool {
 	return true
 }
 
+// sorted heap-sorts the kept items of w.h into descending order and
+// returns them.
+func (w *workspace) sorted() []item {
+	h := w.h
+	for end := len(h) - 1; end > 0; end-- {
+		h[0], h[end] = h[end], h[0]
+		siftDown(h[:end], 0)
+	}
+	return h
+}
+
 func siftDown(h []item, i int) {
 	n := len(h)
 	for {
@@ -97,11 +108,7 @@ func siftDown(h []item, i int) {
 // finish heap-sorts the kept items into descending order, writes them to
 // dst[:0] and draws block members (nv individuals precede the blocks).
 func (w *workspace) finish(nv int, blocks []Block, r *rand.Rand, dst []int) []int {
-	h := w.h
-	for end := len(h) - 1; end > 0; end-- {
-		h[0], h[end] = h[end], h[0]
-		siftDown(h[:end], 0)
-	}
+	h := w.sorted()
 	dst = dst[:0]
 	w.groups = w.groups[:0]
 	for pos, it := range h {

@@ -228,7 +228,16 @@ func TestExpTopKMatchesExactListProbabilities(t *testing.T) {
 	if testing.Short() {
 		draws = 15000
 	}
-	seed := uint64(100)
+	checkExpCases(t, draws, 100, func(u *Utilities, k int, scale float64, r *rand.Rand, d []int) ([]int, error) {
+		return ExpTopK(u, k, scale, r, d)
+	})
+}
+
+// checkExpCases runs a chi-square test of sample against the exact list
+// probabilities for every case of expCases, k = 1..3, with its blocks and
+// materialised; each test draws from its own generator (seeds after seed).
+func checkExpCases(t *testing.T, draws int, seed uint64, sample func(u *Utilities, k int, scale float64, r *rand.Rand, d []int) ([]int, error)) {
+	t.Helper()
 	for _, c := range expCases {
 		vals := c.u.Materialize(nil)
 		n := len(vals)
@@ -241,9 +250,8 @@ func TestExpTopKMatchesExactListProbabilities(t *testing.T) {
 			}{{"blocks", c.u}, {"materialised", materialised(c.u)}} {
 				seed++
 				r := seeded(seed)
-				counts := countLists(t, lists, n, draws, func(d []int) ([]int, error) { return ExpTopK(form.u, k, c.scale, r, d) })
-				stat, df, p := ChiSquare(counts, exact)
-				if p < pMin {
+				counts := countLists(t, lists, n, draws, func(d []int) ([]int, error) { return sample(form.u, k, c.scale, r, d) })
+				if stat, df, p := ChiSquare(counts, exact); p < pMin {
 					t.Errorf("%s k=%d %s: chi2 = %.1f df %d p = %.2g", c.name, k, form.name, stat, df, p)
 				}
 			}

@@ -73,12 +73,7 @@ func WalkTopK[C Candidates](n int, cands C, hi float64, k int, scale float64, r 
 		}
 		w.offer(item{p: val + scale*g, s: g, idx: int(v), blk: -1, id: v}, k)
 	}
-	h := w.h
-	for end := len(h) - 1; end > 0; end-- {
-		h[0], h[end] = h[end], h[0]
-		siftDown(h[:end], 0)
-	}
-	for _, it := range h {
+	for _, it := range w.sorted() {
 		dst = append(dst, it.id)
 	}
 	return dst, nil

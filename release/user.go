@@ -140,12 +140,12 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 	// on invariant quantities (the scores' range, the counts, k).
 	keyed := in.Canonical && plan.Keyed()
 	var key mech.NoiseKey
+	lo, hi, hasRange := in.SLo, in.SHi, in.SRange
+	if keyed && !hasRange {
+		lo, hi, hasRange = calib.ScoreRange(in.S)
+	}
 	if keyed && in.Cand != nil && in.InZero != nil && !noLazy {
-		lo, hi, ok := in.SLo, in.SHi, in.SRange
-		if !ok {
-			lo, hi, ok = calib.ScoreRange(in.S)
-		}
-		ids, walked, err := plan.SampleWalk(in.N, in.Cand, in.InZero, lo, hi, ok, len(in.Cands), in.Zero, kk, rng, out.IDs)
+		ids, walked, err := plan.SampleWalk(in.N, in.Cand, in.InZero, lo, hi, hasRange, len(in.Cands), in.Zero, kk, rng, out.IDs)
 		if walked || err != nil {
 			out.IDs = ids
 			out.Picks = len(ids)
@@ -154,11 +154,7 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 	}
 	if keyed {
 		key = mech.NewNoiseKey(rng)
-		lo, hi, ok := in.SLo, in.SHi, in.SRange
-		if !ok && len(in.S) > 0 {
-			lo, hi, ok = calib.ScoreRange(in.S)
-		}
-		if ok && !noLazy {
+		if hasRange && !noLazy {
 			sm.picks, ident, err = plan.SampleScoresKeyed(in.S, lo, hi, in.Cands, sm.u.Blocks, key, kk, rng, sm.picks[:0])
 			if err != nil {
 				return out, err
