@@ -2,6 +2,7 @@ package score
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"unsafe"
@@ -76,6 +77,8 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 			t.Fatalf("%v: wide counters %v, want %v", k, w.cnt32 == nil, kw.wide)
 		}
 		var got, want Result
+		var pos []int
+		var notCand []bool
 		for qi, u := range queries {
 			if kw.mode == accHash && len(queries) > 300 && qi%3 != 0 {
 				continue // the table is checked on every third query of large lists
@@ -117,10 +120,22 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 			if qi%4 != 0 {
 				continue
 			}
+			// Dense lookups for the sweep (a map and g.HasEdge per node
+			// were most of its time): pos[v] is v's index in Cands or -1,
+			// notCand[v] is true for u and its neighbours.
 			var zero []int32
-			pos := make(map[int32]int, len(got.Cands))
+			if pos == nil {
+				pos, notCand = make([]int, g.N()), make([]bool, g.N())
+			}
+			for i := range pos {
+				pos[i], notCand[i] = -1, false
+			}
 			for i, v := range got.Cands {
 				pos[v] = i
+			}
+			notCand[u] = true
+			for _, z := range g.Neighbors(u) {
+				notCand[z] = true
 			}
 			for v := int32(0); int(v) < g.N(); v++ {
 				s, pub := w.At(v)
@@ -129,7 +144,8 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 						t.Fatalf("%v u=%d: without public sums At(%d) = (%v,%v), InZero %v; with them (%v,%v), %v", k, u, v, sn, pn, wn.InZero(v), s, pub, w.InZero(v))
 					}
 				}
-				i, listed := pos[v]
+				i := pos[v]
+				listed := i >= 0
 				if cs, ok := w.CandScore(v); ok != listed || (listed && math.Float64bits(cs) != math.Float64bits(got.S[i])) {
 					t.Fatalf("%v u=%d: CandScore(%d) = (%v, %v), listed %v", k, u, v, cs, ok, listed)
 				}
@@ -141,14 +157,14 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 				switch {
 				case listed && (s != got.S[i] || pub != got.Pub[i]):
 					t.Fatalf("%v u=%d: At(%d) = (%v,%v), listed (%v,%v)", k, u, v, s, pub, got.S[i], got.Pub[i])
-				case !listed && v != u && !g.HasEdge(u, v) && (s != 0 || pub != 0 || !w.InZero(v)):
+				case !listed && !notCand[v] && (s != 0 || pub != 0 || !w.InZero(v)):
 					t.Fatalf("%v u=%d: unlisted candidate %d has At (%v,%v), InZero %v", k, u, v, s, pub, w.InZero(v))
 				case listed && w.InZero(v):
 					t.Fatalf("%v u=%d: listed %d reported in the Zero block", k, u, v)
-				case (v == u || g.HasEdge(u, v)) && w.InZero(v):
+				case notCand[v] && w.InZero(v):
 					t.Fatalf("%v u=%d: %d (u or a neighbour) reported in the Zero block", k, u, v)
 				}
-				if !listed && v != u && !g.HasEdge(u, v) {
+				if !listed && !notCand[v] {
 					zero = append(zero, v)
 				}
 			}
@@ -405,9 +421,12 @@ func TestUseHash(t *testing.T) {
 // TestSensitivityPerQueryHubs: two hubs of degree 2^15 + 4 whose counts
 // c reach thousands (a hub's neighbours are the protected partners of the
 // other hub): a worker that finds DeltaS per query with the table gives
-// the pass's values, folding them into the scatter for the queries of
+// the definitions' values, folding them into the scatter for the queries of
 // degree below 1<<cBits (whose counts fit in a slot's key) and running the
-// pass for the hubs alone.
+// pass for the hubs alone. The reference is sensitivityByNeighbours (linear
+// in the hubs' partners; TestSensitivityByNeighbours checks it against the
+// brute force), not the scorer's pass over all 2^15 nodes, which under the
+// race detector took over a minute.
 func TestSensitivityPerQueryHubs(t *testing.T) {
 	g, p := twoHubs(t)
 	n := g.N()
@@ -423,14 +442,32 @@ func TestSensitivityPerQueryHubs(t *testing.T) {
 		var r Result
 		for _, u := range []int32{0, 1, 2, 3, 1000, int32(n - 1)} {
 			w.Score(u, &r)
-			want, _ := sc.Sensitivity(u)
+			want := sensitivityByNeighbours(g, p, k, u)
 			if r.DeltaS != want || w.folded != (sc.deg[u] < 1<<cBits) {
-				t.Fatalf("%v u=%d (degree %d): DeltaS %v (folded %v), the pass's %v", k, u, sc.deg[u], r.DeltaS, w.folded, want)
+				t.Fatalf("%v u=%d (degree %d): DeltaS %v (folded %v), the definitions' %v", k, u, sc.deg[u], r.DeltaS, w.folded, want)
 			}
 		}
 		if k == CN {
-			if d, _ := sc.Sensitivity(0); d < 1<<cBits {
+			if d := sensitivityByNeighbours(g, p, k, 0); d < 1<<cBits {
 				t.Fatalf("CN: hub's DeltaS %v: no count beyond a key's", d)
+			}
+		}
+	}
+}
+
+// TestSensitivityByNeighbours: the linear reference of the per-query
+// tests equals the brute force of the definitions on random graphs with
+// protected non-edges.
+func TestSensitivityByNeighbours(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	for trial := range 40 {
+		g, p, _ := randomInstance(t, rng, 5+trial%20, 0.3, 0.5, 0.05)
+		for _, k := range []Kind{CN, AA, RA} {
+			for u := range int32(g.N()) {
+				want, _ := bruteSensitivity(g, p, k, u)
+				if got := sensitivityByNeighbours(g, p, k, u); got != want {
+					t.Fatalf("trial %d %v u=%d: %v, brute force %v", trial, k, u, got, want)
+				}
 			}
 		}
 	}
