@@ -21,9 +21,9 @@ import (
 func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure the speed of scoring, sampling, serving and charging",
+		Short: "Measure the speed of scoring, sampling, serving and charging, and the host they run on",
 	}
-	cmd.AddCommand(newBenchScoreCmd(), newBenchSampleCmd(), newBenchServeCmd(), newBenchChargeCmd())
+	cmd.AddCommand(newBenchScoreCmd(), newBenchSampleCmd(), newBenchServeCmd(), newBenchChargeCmd(), newBenchHostCmd())
 	return cmd
 }
 

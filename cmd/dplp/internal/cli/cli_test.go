@@ -80,6 +80,9 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"bench", "score", "--graph", g, "--score", "cn", "--queries", "-3"}, "--queries"},
 		{[]string{"bench", "charge", "--users", "10"}, "--store is required"},
 		{[]string{"bench", "charge", "--store", "sqlite:x.db", "--order", "sideways"}, "--order must be label, number or random"},
+		{[]string{"bench", "host", "--mib", "0"}, "--mib must be >= 1"},
+		{[]string{"bench", "host", "--syncs", "0"}, "--syncs must be >= 1"},
+		{[]string{"bench", "host", "--mib", "1", "--syncs", "1", "--dir", filepath.Join(t.TempDir(), "absent")}, "absent"},
 		{[]string{"gen", "ba", "--n", "1", "--out", filepath.Join(t.TempDir(), "x")}, "n"},
 		{[]string{"gen", "nope", "--out", "x"}, "unknown model"},
 	}
@@ -134,6 +137,19 @@ func TestGenStatsScore(t *testing.T) {
 	m = nil
 	if err := json.Unmarshal([]byte(out), &m); err != nil || len(m) != 3 || m["users"] != 700 || m["charges_per_second"] <= 0 {
 		t.Fatalf("bench charge output %s %v", out, err)
+	}
+	out, _, err = run(t, "bench", "host", "--mib", "4", "--syncs", "5", "--dir", dir, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m = nil
+	if err := json.Unmarshal([]byte(out), &m); err != nil || len(m) != 9 || m["bytes"] != 4<<20 || m["syncs"] != 5 {
+		t.Fatalf("bench host output %s %v", out, err)
+	}
+	for _, k := range []string{"cpus", "first_touch_seconds", "first_touch_gb_per_second", "retouch_gb_per_second", "fsync_median_ms", "fsync_p99_ms", "syncs_per_second"} {
+		if !(m[k] > 0) || m["fsync_p99_ms"] < m["fsync_median_ms"] {
+			t.Fatalf("bench host output %s: %q not positive, or p99 below the median", out, k)
+		}
 	}
 }
 
