@@ -42,9 +42,9 @@ func TestAuditEndToEndJSON(t *testing.T) {
 		sampler  string
 		variants string
 	}{
-		{"default", []string{"--score", "cn", "--graphs", "1", "--toggles", "4"}, "exact", "dplp,dplp-pub"},
-		{"float", []string{"--score", "aa", "--variant", "dplp-pub", "--sampler", "float", "--graphs", "1", "--toggles", "4"}, "float", "dplp-pub"},
-		{"exact", []string{"--score", "pa", "--variant", "lin", "--sampler", "exact", "--graphs", "1", "--toggles", "4"}, "exact", "lin"},
+		{"default", []string{"--score", "cn"}, "exact", "dplp,dplp-pub"},
+		{"float", []string{"--score", "aa", "--variant", "dplp-pub", "--sampler", "float"}, "float", "dplp-pub"},
+		{"exact", []string{"--score", "pa", "--variant", "lin", "--sampler", "exact"}, "exact", "lin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := e2eJSON(t, tc.args...)
