@@ -153,7 +153,11 @@ func readUnfolded(ctx context.Context, q querier, lc *labelCache, v schemaLevel,
 			}
 			lc.mu.RLock()
 			for _, id := range u.set {
-				expo.add(lc.byID[id], u.cost, u.rho)
+				if v, ok := lc.decimalOf(id); ok {
+					expo.addDecimal(v, u.cost, u.rho)
+				} else {
+					expo.add(lc.byID[id], u.cost, u.rho)
+				}
 			}
 			lc.mu.RUnlock()
 		} else if err := eachInfluencer(u.raw, func(w string) { expo.add(w, u.cost, u.rho) }); err != nil {
@@ -204,18 +208,7 @@ func decimalLabel(s string) (int, bool) {
 
 func (a *foldAcc) add(w string, cost, rho float64) {
 	if v, ok := decimalLabel(w); ok {
-		if v >= len(a.dense) {
-			n := min(denseFoldLimit, max(v+1, 2*len(a.dense), 1024))
-			a.dense = append(a.dense, make([][2]float64, n-len(a.dense))...)
-			a.seen = append(a.seen, make([]bool, n-len(a.seen))...)
-		}
-		if !a.seen[v] {
-			a.seen[v] = true
-			a.touched = append(a.touched, int32(v))
-		}
-		e := &a.dense[v]
-		e[0] += cost
-		e[1] += rho
+		a.addDecimal(v, cost, rho)
 		return
 	}
 	e, ok := a.other[w]
@@ -223,6 +216,23 @@ func (a *foldAcc) add(w string, cost, rho float64) {
 		w = strings.Clone(w) // w may point into a row's text: do not keep it alive
 	}
 	a.other[w] = [2]float64{e[0] + cost, e[1] + rho}
+}
+
+// addDecimal is add for the decimal label of number v (decimalLabel's:
+// 0 <= v < denseFoldLimit).
+func (a *foldAcc) addDecimal(v int, cost, rho float64) {
+	if v >= len(a.dense) {
+		n := min(denseFoldLimit, max(v+1, 2*len(a.dense), 1024))
+		a.dense = append(a.dense, make([][2]float64, n-len(a.dense))...)
+		a.seen = append(a.seen, make([]bool, n-len(a.seen))...)
+	}
+	if !a.seen[v] {
+		a.seen[v] = true
+		a.touched = append(a.touched, int32(v))
+	}
+	e := &a.dense[v]
+	e[0] += cost
+	e[1] += rho
 }
 
 // sorted returns every party added and its sums, parties in sorted order.

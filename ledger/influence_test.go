@@ -501,3 +501,75 @@ func TestEFMigration(t *testing.T) {
 		}
 	})
 }
+
+// TestLabelCacheByID: every learned (label, id) reads back both ways,
+// whichever store holds it: decimal labels with small ids (the dense
+// array), decimal labels with ids beyond idDenseLimit or numbers beyond
+// denseFoldLimit, non-canonical decimals ("007") and other labels (the
+// maps); ids never learned are unknown.
+func TestLabelCacheByID(t *testing.T) {
+	var c labelCache
+	rng := rand.New(rand.NewPCG(3, 4))
+	want := map[int64]string{}
+	var labels []string
+	var ids []int64
+	add := func(w string, id int64) {
+		if _, dup := want[id]; dup {
+			return
+		}
+		for _, l := range labels {
+			if l == w {
+				return
+			}
+		}
+		want[id] = w
+		labels, ids = append(labels, w), append(ids, id)
+	}
+	for i := range 3000 {
+		id := int64(1 + rng.IntN(1<<20))
+		switch i % 6 {
+		case 0, 1:
+			add(fmt.Sprint(rng.IntN(1<<20)), id)
+		case 2:
+			add(fmt.Sprint(rng.IntN(1<<20)), idDenseLimit+id) // id beyond the dense array
+		case 3:
+			add(fmt.Sprint(denseFoldLimit+rng.IntN(1000)), id) // number beyond the dense fold
+		case 4:
+			add(fmt.Sprintf("00%d", rng.IntN(1000)), id) // not canonical
+		default:
+			add(fmt.Sprintf("user-%d", rng.Uint64()), id)
+		}
+	}
+	c.learnPairs(labels[:len(labels)/2], ids[:len(ids)/2])
+	c.learnPairs(labels[len(labels)/2:], ids[len(ids)/2:])
+	for id, w := range want {
+		if got, ok := c.label(id); !ok || got != w {
+			t.Fatalf("label(%d) = %q, %v; want %q", id, got, ok, w)
+		}
+		c.mu.RLock()
+		got, ok := c.lookup(w)
+		knows := c.knows(id)
+		c.mu.RUnlock()
+		if !ok || got != id || !knows {
+			t.Fatalf("lookup(%q) = %d, %v, knows(%d) %v; want %d", w, got, ok, id, knows, id)
+		}
+	}
+	if len(c.decByID) == 0 || len(c.byID) == 0 {
+		t.Fatalf("dense ids %d, mapped ids %d: both stores should be in use", len(c.decByID), len(c.byID))
+	}
+	for _, id := range []int64{0, -1, idDenseLimit - 1, 1 << 40} {
+		if _, known := want[id]; known {
+			continue
+		}
+		if w, ok := c.label(id); ok {
+			t.Fatalf("label(%d) = %q for an id never learned", id, w)
+		}
+	}
+	for id := int64(1); id < 2000; id++ {
+		if _, known := want[id]; !known {
+			if w, ok := c.label(id); ok {
+				t.Fatalf("label(%d) = %q for an id never learned", id, w)
+			}
+		}
+	}
+}
