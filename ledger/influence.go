@@ -396,9 +396,9 @@ type labelCache struct {
 	byLabel map[string]int64 // labels other than decimal ones
 	// decByID holds, indexed by id (ids below idDenseLimit), 1 + the
 	// number of a decimal label (decimalLabel); 0: not cached here. Four
-	// bytes an id instead of a map entry and a string (a ledger of ten
-	// million labels held 0.7 GB in byID alone, scanned by every garbage
-	// collection); the label is formatted back when asked for.
+	// bytes an id instead of a map entry and a string (the map took 12% of
+	// a 1 M release's live heap, scanned by every garbage collection); the
+	// label is formatted back when asked for.
 	decByID []int32
 	// decimal holds the ids of labels that are canonical decimal numbers
 	// below denseFoldLimit (the common case), indexed by the number; 0:
