@@ -221,11 +221,8 @@ func (a *foldAcc) add(w string, cost, rho float64) {
 // addDecimal is add for the decimal label of number v (decimalLabel's:
 // 0 <= v < denseFoldLimit).
 func (a *foldAcc) addDecimal(v int, cost, rho float64) {
-	if v >= len(a.dense) {
-		n := min(denseFoldLimit, max(v+1, 2*len(a.dense), 1024))
-		a.dense = append(a.dense, make([][2]float64, n-len(a.dense))...)
-		a.seen = append(a.seen, make([]bool, n-len(a.seen))...)
-	}
+	a.dense = growDense(a.dense, v, denseFoldLimit)
+	a.seen = growDense(a.seen, v, denseFoldLimit)
 	if !a.seen[v] {
 		a.seen[v] = true
 		a.touched = append(a.touched, int32(v))

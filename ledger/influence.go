@@ -497,21 +497,27 @@ func (c *labelCache) learnSeq(n int, seq iter.Seq2[string, int64]) {
 			c.byLabel[w] = id
 			continue
 		}
-		if v >= len(c.decimal) {
-			n := min(denseFoldLimit, max(v+1, 2*len(c.decimal), 1024))
-			c.decimal = append(c.decimal, make([]int64, n-len(c.decimal))...)
-		}
+		c.decimal = growDense(c.decimal, v, denseFoldLimit)
 		c.decimal[v] = id
 		if id < 0 || id >= idDenseLimit {
 			c.byID[id] = w
 			continue
 		}
-		if id >= int64(len(c.decByID)) {
-			n := min(idDenseLimit, max(int(id)+1, 2*len(c.decByID), 1024))
-			c.decByID = append(c.decByID, make([]int32, n-len(c.decByID))...)
-		}
+		c.decByID = growDense(c.decByID, int(id), idDenseLimit)
 		c.decByID[id] = int32(v + 1) // v < denseFoldLimit <= 1<<25
 	}
+}
+
+// growDense returns s, zero-extended when needed so that index i
+// (0 <= i < limit) is in range: to twice its length, at least 1024 and
+// i+1, at most limit. The dense arrays indexed by a label's number or id
+// grow this way.
+func growDense[T any](s []T, i, limit int) []T {
+	if i < len(s) {
+		return s
+	}
+	n := min(limit, max(i+1, 2*len(s), 1024))
+	return append(s, make([]T, n-len(s))...)
 }
 
 // labelChunk is the number of labels or ids per statement.
