@@ -252,8 +252,10 @@ func exactRatioOK(s *exact.Sampler, vals, vals2 []float64, list []int) (bool, er
 // non-candidates, usually) are a block for s.TopKLazyAnon, the others
 // served on demand, and each list's anonymous block picks are mapped to a
 // uniformly random injection into the block's candidates (a partial
-// Fisher-Yates from rd), as release's mapPicks does; ok is false when no
-// utility repeats.
+// Fisher-Yates from rd), as release's mapPicks does, and the bound below
+// the individuals is a quarter of their spread under their smallest value
+// (the deployment path's bound is not always attained); ok is false when
+// no utility repeats.
 func exactChiTest(s *exact.Sampler, vals []float64, d dist, samples int, rd *rand.ChaCha8, mode chiMode) (res ChiResult, ok bool, err error) {
 	u := &mech.Utilities{Vals: vals}
 	k := len(d.lists[0])
@@ -276,6 +278,11 @@ func exactChiTest(s *exact.Sampler, vals []float64, d dist, samples int, rd *ran
 		if len(iv) > 0 {
 			lo, hi = slices.Min(iv), slices.Max(iv)
 		}
+		// The deployment path states a lower bound of the scores that
+		// need not be attained (score.Worker.ScoreHeld: the smallest
+		// weight of a wedge), so this row's lower bound lies below the
+		// smallest value: the lists must not depend on it.
+		lo -= (hi - lo) / 4
 		blocks := []mech.Block{{Val: vals[blk[0]], Size: len(blk)}}
 		members := slices.Clone(blk)
 		inj := rand.New(rd)

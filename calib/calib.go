@@ -515,6 +515,24 @@ type scoreVals struct {
 func (v *scoreVals) Len() int         { return len(v.s) }
 func (v *scoreVals) At(i int) float64 { return v.t.ScoreUtility(v.s[i], v.sMax) }
 
+// ScoreSource serves scores by index: Score(i) for i in [0, Len()), the
+// same value every time it is asked (a scorer's table read in place:
+// release.UserInput.HeldAt).
+type ScoreSource interface {
+	Len() int
+	Score(i int) float64
+}
+
+// sourceVals serves the utilities of a ScoreSource's scores on demand.
+type sourceVals struct {
+	t    scoreTransform
+	src  ScoreSource
+	sMax float64
+}
+
+func (v *sourceVals) Len() int         { return v.src.Len() }
+func (v *sourceVals) At(i int) float64 { return v.t.ScoreUtility(v.src.Score(i), v.sMax) }
+
 // SampleScores is Sample for the candidates whose scores are s (utility
 // Utility(s[i], ·): the transform does not read s_pub) followed by blocks,
 // for a plan that releases with the exact sampler: picks index [s...,
@@ -570,7 +588,28 @@ func ScoreRange(s []float64) (lo, hi float64, ok bool) {
 // over them is needed. A score outside the range can make the sampler
 // return an error; it never changes the distribution.
 func (p *Plan) SampleScoresIn(s []float64, lo, hi float64, blocks []mech.Block, k int, r *rand.Rand, dst []int) (picks []int, ok bool, err error) {
-	if !p.scoresApply() || len(s) == 0 || !(lo <= hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+	src := sliceScores(s)
+	return p.SampleScoresFrom(&src, lo, hi, blocks, k, r, dst)
+}
+
+// sliceScores serves a slice's scores (ScoreSource).
+type sliceScores []float64
+
+func (s *sliceScores) Len() int            { return len(*s) }
+func (s *sliceScores) Score(i int) float64 { return (*s)[i] }
+
+// SampleScoresFrom is SampleScoresIn for the scores src serves: lo <=
+// src.Score(i) <= hi for every i, all finite, where lo need only be a
+// lower bound (it decides whether the proposals can skip the utilities of
+// candidates not proposed; the list's distribution is the same for any
+// valid bounds, docs/SAMPLING.md) and hi should be the largest score (the
+// acceptance of a proposal is measured from it). The picks index [src's
+// scores..., block members...] as SampleScoresIn's index [s...,
+// members...], with the same anonymous block picks; with the same bounds
+// and generator they are SampleScoresIn's picks for the slice of src's
+// scores.
+func (p *Plan) SampleScoresFrom(src ScoreSource, lo, hi float64, blocks []mech.Block, k int, r *rand.Rand, dst []int) (picks []int, ok bool, err error) {
+	if !p.scoresApply() || src.Len() == 0 || !(lo <= hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
 		return dst[:0], false, nil
 	}
 	ex, err := exact.New(p.cfg.Eps, p.Delta, nil)
@@ -579,9 +618,15 @@ func (p *Plan) SampleScoresIn(s []float64, lo, hi float64, blocks []mech.Block, 
 	}
 	t := p.cfg.Transform.(scoreTransform)
 	uLo, uHi := t.UtilityBounds(lo, hi, p.q.SMax)
-	picks, err = ex.TopKLazyAnon(&scoreVals{t: t, s: s, sMax: p.q.SMax}, uLo, uHi, blocks, k, RandReader{r}, dst)
+	picks, err = ex.TopKLazyAnon(&sourceVals{t: t, src: src, sMax: p.q.SMax}, uLo, uHi, blocks, k, RandReader{r}, dst)
 	return picks, true, err
 }
+
+// ScoresApply reports whether SampleScores, SampleScoresIn and
+// SampleScoresFrom apply to p (they return ok = false otherwise): the
+// exponential mechanism with the exact sampler, noise, no lexicographic
+// order, and a transform that reads the score alone and bounds it.
+func (p *Plan) ScoresApply() bool { return p.scoresApply() }
 
 // SampleScoresKeyed is SampleKeyed for the candidates whose scores are s
 // (lo <= s[i] <= hi, all finite; ids[i] their ids) followed by blocks, for

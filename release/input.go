@@ -19,15 +19,16 @@ type workerFuncs struct {
 	inZero   func(v int32) bool
 	zeroList func(dst []int32) []int32
 	cand     func(v int32) (float64, bool)
+	heldAt   func(i int) (int32, float64)
 }
 
 func workerFuncsOf(w *score.Worker) workerFuncs {
-	return workerFuncs{inZero: w.InZero, zeroList: w.ZeroCands, cand: w.CandScore}
+	return workerFuncs{inZero: w.InZero, zeroList: w.ZeroCands, cand: w.CandScore, heldAt: w.HeldAt}
 }
 
 // input is InputOf with the worker's lookups f.
 func (f workerFuncs) input(res *score.Result, n int, canonical bool) UserInput {
 	return UserInput{N: n, Cands: res.Cands, S: res.S, Pub: res.Pub, Zero: res.Zero,
 		InZero: f.inZero, ZeroList: f.zeroList, Cand: f.cand, DeltaS: res.DeltaS, SMax: res.SMax,
-		SRange: res.SRange, SLo: res.SLo, SHi: res.SHi, Canonical: canonical}
+		SRange: res.SRange, SLo: res.SLo, SHi: res.SHi, Canonical: canonical, Held: res.Held, HeldAt: f.heldAt}
 }

@@ -65,7 +65,12 @@ func TestSampleScoresDistribution(t *testing.T) {
 	for i, c := range r.Cands {
 		cat[c] = i
 	}
-	for _, eager := range []bool{false, true} {
+	// held: the candidates served in place (UserInput.HeldAt, as a
+	// scorer's table serves them after score.Worker.ScoreHeld) with a
+	// loose lower bound of the scores.
+	held := heldInput(g, w, &r, lo/2, hi)
+	for _, mode := range []string{"lazy", "eager", "held"} {
+		eager := mode == "eager"
 		restore := release.SetNoLazyForTest(eager)
 		var sm release.Sampler
 		rng := randx.Seeded(11)
@@ -73,6 +78,9 @@ func TestSampleScoresDistribution(t *testing.T) {
 		const draws = 200000
 		for range draws {
 			in := release.UserInput{N: g.N(), Cands: r.Cands, S: r.S, Pub: r.Pub, Zero: r.Zero, InZero: w.InZero, ZeroList: w.ZeroCands, DeltaS: r.DeltaS, SMax: r.SMax}
+			if mode == "held" {
+				in = held
+			}
 			out, err := sm.Sample(&plan, &in, 1, rng)
 			if err != nil {
 				t.Fatal(err)
@@ -90,7 +98,7 @@ func TestSampleScoresDistribution(t *testing.T) {
 		}
 		restore()
 		if stat, df, pv := mech.ChiSquare(obs, exp); !(pv > 1e-4) {
-			t.Fatalf("eager %v: chi-square %.1f df %d p %.3g\nobs %v\nexp %v", eager, stat, df, pv, obs, exp)
+			t.Fatalf("%s: chi-square %.1f df %d p %.3g\nobs %v\nexp %v", mode, stat, df, pv, obs, exp)
 		}
 	}
 }
@@ -122,4 +130,88 @@ func scoredUser(t *testing.T, g *graph.Graph, p *protect.Set) (*score.Worker, sc
 	}
 	t.Fatal("no user with 20 scored candidates")
 	return nil, r
+}
+
+// heldInput is the input of the user r scored (by w) with its candidates
+// held rather than listed: HeldAt serves r's Cands and S in their order,
+// with lo and hi as the range stated for them.
+func heldInput(g *graph.Graph, w *score.Worker, r *score.Result, lo, hi float64) release.UserInput {
+	return release.UserInput{N: g.N(), Held: len(r.Cands), HeldAt: func(i int) (int32, float64) { return r.Cands[i], r.S[i] },
+		Zero: r.Zero, InZero: w.InZero, ZeroList: w.ZeroCands, DeltaS: r.DeltaS, SMax: r.SMax, SRange: true, SLo: lo, SHi: hi}
+}
+
+// TestSampleHeldMatchesListed: a user's candidates served in place
+// (UserInput.Held) give the list the same candidates listed give, pick for
+// pick with the same generator: the exact sampler reading the proposed
+// candidates in place when it applies (the same range stated), and every
+// other plan (an exact plan, the Gumbel sampler, a seeded canonical run)
+// the candidates copied out.
+func TestSampleHeldMatchesListed(t *testing.T) {
+	g, p, m := fixture(t)
+	w, r := scoredUser(t, g, p)
+	lo, hi := slices.Min(r.S), slices.Max(r.S)
+	base := calib.Config{Method: calib.Exponential, Calibration: calib.Rigorous, Kind: score.AA, Eps: m.EpsP, Transform: m, ExactSampler: true}
+	gumbel := base
+	gumbel.ExactSampler = false
+	wide := base
+	wide.Transform, wide.Eps = linT{}, 8*r.DeltaS/(hi-lo) // utilities over many buckets: every one computed
+	for _, tc := range []struct {
+		name      string
+		cfg       calib.Config
+		deltaS    float64 // 0: exact (no noise)
+		canonical bool
+		lo        float64 // the range stated for the held scores
+	}{
+		{"exact sampler", base, r.DeltaS, false, lo},
+		{"exact sampler, loose lower bound", base, r.DeltaS, false, lo / 4},
+		{"exact sampler, wide utilities", wide, r.DeltaS, false, lo},
+		{"gumbel", gumbel, r.DeltaS, false, lo},
+		{"no noise", base, 0, false, lo},
+		{"seeded canonical", base, r.DeltaS, true, lo / 4},
+		{"seeded canonical, gumbel (keyed)", gumbel, r.DeltaS, true, 0},
+		{"gumbel, loose lower bound", gumbel, r.DeltaS, false, lo / 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.cfg.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			q := calib.QueryOf(&r)
+			q.DeltaS = tc.deltaS
+			plan := tc.cfg.Plan(q)
+			listed := release.UserInput{N: g.N(), Cands: r.Cands, S: r.S, Zero: r.Zero, InZero: w.InZero, ZeroList: w.ZeroCands,
+				DeltaS: tc.deltaS, SMax: r.SMax, SRange: true, SLo: tc.lo, SHi: hi, Canonical: tc.canonical, Cand: w.CandScore}
+			if tc.canonical || !plan.ScoresApply() {
+				listed.SLo = lo // copied out, the held scores get their exact range
+			}
+			held := heldInput(g, w, &r, tc.lo, hi)
+			held.DeltaS, held.Canonical, held.Cand = tc.deltaS, tc.canonical, w.CandScore
+			var sl, sh release.Sampler
+			for seed := range uint64(40) {
+				for _, k := range []int{1, 5, 30} {
+					a, errA := sl.Sample(&plan, &listed, k, randx.Seeded(seed))
+					b, errB := sh.Sample(&plan, &held, k, randx.Seeded(seed))
+					if errA != nil || errB != nil {
+						t.Fatalf("seed %d k %d: errors %v, %v", seed, k, errA, errB)
+					}
+					if !slices.Equal(a.IDs, b.IDs) || a.Picks != b.Picks || a.Candidates != b.Candidates || a.Exact != b.Exact {
+						t.Fatalf("seed %d k %d: held %v (picks %d of %d), listed %v (picks %d of %d)", seed, k, b.IDs, b.Picks, b.Candidates, a.IDs, a.Picks, a.Candidates)
+					}
+				}
+			}
+		})
+	}
+	// A held input with listed candidates too, or without its lookup, is
+	// refused.
+	plan := base.Plan(calib.QueryOf(&r))
+	bad := heldInput(g, w, &r, lo, hi)
+	bad.Cands, bad.S = r.Cands[:1], r.S[:1]
+	var sm release.Sampler
+	if _, err := sm.Sample(&plan, &bad, 5, randx.Seeded(1)); err == nil {
+		t.Fatal("held and listed candidates together accepted")
+	}
+	bad = heldInput(g, w, &r, lo, hi)
+	bad.HeldAt = nil
+	if _, err := sm.Sample(&plan, &bad, 5, randx.Seeded(1)); err == nil {
+		t.Fatal("held candidates without HeldAt accepted")
+	}
 }

@@ -2,6 +2,7 @@ package release
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/dplp/dplp/mech"
@@ -65,5 +66,29 @@ func TestMapPicksAnonymous(t *testing.T) {
 		if !ident && pv > 1e-4 {
 			t.Fatalf("picks read as list indexes pass (p %.3g): the negative control cannot fail", pv)
 		}
+	}
+}
+
+// TestFlattenHeld: a held input copied out lists its candidates in
+// HeldAt's order with their scores and states their exact range (the
+// stated one may be a lower bound), so the paths that read every
+// candidate see what a listed input gives them.
+func TestFlattenHeld(t *testing.T) {
+	cands := []int32{7, 3, 9, 4}
+	sc := []float64{0.5, 2.25, 0.75, 1}
+	in := UserInput{N: 12, Zero: 3, Held: len(cands), HeldAt: func(i int) (int32, float64) { return cands[i], sc[i] },
+		SRange: true, SLo: 0.1, SHi: 2.25, Canonical: true}
+	var sm Sampler
+	for range 2 { // the second time into the sampler's reused buffers
+		f := sm.flatten(&in)
+		if !slices.Equal(f.Cands, cands) || !slices.Equal(f.S, sc) || f.Held != 0 || f.HeldAt != nil || f.Pub != nil {
+			t.Fatalf("flattened to %v %v (held %d)", f.Cands, f.S, f.Held)
+		}
+		if !f.SRange || f.SLo != 0.5 || f.SHi != 2.25 || f.Zero != 3 || f.N != 12 || !f.Canonical {
+			t.Fatalf("flattened range %v [%v, %v], zero %d, n %d, canonical %v", f.SRange, f.SLo, f.SHi, f.Zero, f.N, f.Canonical)
+		}
+	}
+	if in.Held != 4 || in.SLo != 0.1 {
+		t.Fatal("flatten changed its input")
 	}
 }

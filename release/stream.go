@@ -24,14 +24,24 @@ import (
 // does not read them (tests compare the two).
 var alwaysPublic = false
 
+// noHeld has sample extract every candidate (ScoreNoPublic) on the
+// crypto-seeded path too (tests compare the two).
+var noHeld = false
+
 // sample draws one user's list (no accounting).
 func (r *Recommender) sample(ws *workerState, u int32, k int, stream uint64) (Outcome, error) {
 	if r.list != nil {
 		return r.sampleList(ws, u, k, stream)
 	}
-	if r.public || alwaysPublic {
+	switch {
+	case r.public || alwaysPublic:
 		ws.w.Score(u, &ws.r)
-	} else {
+	case r.seed == nil && !noHeld:
+		// Crypto-seeded: the exact sampler reads the few candidates it
+		// proposes from the scorer's table (the same list's distribution;
+		// no pass over every candidate).
+		ws.w.ScoreHeld(u, &ws.r)
+	default:
 		ws.w.ScoreNoPublic(u, &ws.r) // the same list; a smaller table to scatter into
 	}
 	res := &ws.r

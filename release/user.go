@@ -2,6 +2,7 @@ package release
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -35,6 +36,14 @@ type UserInput struct {
 	// scans S for it when it needs it.
 	SRange   bool
 	SLo, SHi float64
+	// Held, when > 0, is the number of candidates a scorer left in its
+	// table (score.Worker.ScoreHeld) instead of listing them: HeldAt(i)
+	// serves the i-th and its score, Cands and S are empty, and SLo may be
+	// a lower bound of the scores rather than the smallest. The
+	// crypto-seeded exact sampler reads only the candidates it proposes;
+	// every other path copies them into Cands and S first (Sample does).
+	Held   int
+	HeldAt func(i int) (v int32, s float64)
 	// Canonical makes the list a function of the candidate set rather
 	// than of the scorer's enumeration order. Seeded runs need it
 	// (reproducible at any partitioning, and equal to the Beam pipeline's
@@ -70,6 +79,38 @@ type Sampler struct {
 	pub   []float64    // s_pub aligned with u.Vals for the lexicographic plan (which ranks by it); empty otherwise
 	lq    list.Query   // SampleList
 	lscr  list.Scratch // SampleList
+	held  heldScores   // the held candidates' scores as a calib.ScoreSource
+	flat  UserInput    // a held input copied into Cands and S (flatten)
+}
+
+// heldScores serves a UserInput's held scores (calib.ScoreSource).
+type heldScores struct {
+	n  int
+	at func(i int) (int32, float64)
+}
+
+func (h *heldScores) Len() int { return h.n }
+func (h *heldScores) Score(i int) float64 {
+	_, s := h.at(i)
+	return s
+}
+
+// flatten is in with its held candidates copied into Cands and S (in the
+// sampler's buffers) and the scores' exact range: the input the paths that
+// read every candidate take.
+func (sm *Sampler) flatten(in *UserInput) *UserInput {
+	f := &sm.flat
+	cands, sc := f.Cands[:0], f.S[:0]
+	*f = *in
+	for i := range in.Held {
+		v, x := in.HeldAt(i)
+		cands = append(cands, v)
+		sc = append(sc, x)
+	}
+	f.Cands, f.S, f.Pub = cands, sc, nil
+	f.Held, f.HeldAt = 0, nil
+	f.SLo, f.SHi, f.SRange = calib.ScoreRange(sc)
+	return f
 }
 
 // noLazy turns SampleScores off (tests compare the two paths).
@@ -101,11 +142,21 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 	if len(in.S) != len(in.Cands) || !pubOK || in.Zero < 0 {
 		return Outcome{}, fmt.Errorf("release: malformed user input (%d candidates, %d scores, %d public scores, zero block %d)", len(in.Cands), len(in.S), len(in.Pub), in.Zero)
 	}
+	if in.Held < 0 || (in.Held > 0 && (in.HeldAt == nil || len(in.Cands) > 0 || plan.ReadsPublic())) {
+		return Outcome{}, fmt.Errorf("release: malformed user input (%d held candidates, %d listed, lookup %v, plan reads public scores %v)", in.Held, len(in.Cands), in.HeldAt != nil, plan.ReadsPublic())
+	}
+	// Held candidates are read in place by the crypto-seeded exact
+	// sampler (calib.Plan.SampleScoresFrom) when it applies to this plan;
+	// every other path reads all of them, copied.
+	if in.Held > 0 && (in.Canonical || noLazy || !plan.ScoresApply() || !in.SRange ||
+		!(in.SLo <= in.SHi) || math.IsInf(in.SLo, 0) || math.IsInf(in.SHi, 0)) {
+		in = sm.flatten(in)
+	}
 	sm.u.Blocks = sm.u.Blocks[:0]
 	if in.Zero > 0 {
 		sm.u.Blocks = append(sm.u.Blocks, mech.Block{Val: plan.Utility(0, 0), Size: in.Zero})
 	}
-	total := len(in.Cands) + in.Zero
+	total := len(in.Cands) + in.Held + in.Zero
 	kk := min(k, total)
 	out := Outcome{Exact: plan.Exact(), Delta: plan.Delta, Candidates: total}
 	if kk == 0 {
@@ -118,7 +169,13 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 	var err error
 	ident := false // the picks index in.Cands directly (sm.idx is not built)
 	if !in.Canonical && !noLazy {
-		if in.SRange {
+		if in.Held > 0 {
+			sm.held = heldScores{n: in.Held, at: in.HeldAt}
+			sm.picks, ident, err = plan.SampleScoresFrom(&sm.held, in.SLo, in.SHi, sm.u.Blocks, kk, rng, sm.picks[:0])
+			if err == nil && !ident { // not reached: the checks above are SampleScoresFrom's
+				in = sm.flatten(in)
+			}
+		} else if in.SRange {
 			sm.picks, ident, err = plan.SampleScoresIn(in.S, in.SLo, in.SHi, sm.u.Blocks, kk, rng, sm.picks[:0])
 		} else {
 			sm.picks, ident, err = plan.SampleScores(in.S, sm.u.Blocks, kk, rng, sm.picks[:0])
@@ -218,7 +275,7 @@ var scanMax = 64
 // takes a uniform member among those not taken: a partial Fisher-Yates
 // from rng). Per-pick and list releases both map their picks here.
 func (sm *Sampler) mapPicks(in *UserInput, picks []int, ident bool, rng *rand.Rand, dst []int32) ([]int32, error) {
-	nc := len(in.Cands)
+	nc := len(in.Cands) + in.Held
 	blockPicks := 0
 	for _, p := range picks {
 		if p >= nc {
@@ -249,6 +306,9 @@ func (sm *Sampler) mapPicks(in *UserInput, picks []int, ident bool, rng *rand.Ra
 	start := len(dst)
 	for _, p := range picks {
 		switch {
+		case p < nc && ident && in.Held > 0:
+			v, _ := in.HeldAt(p)
+			dst = append(dst, v)
 		case p < nc && ident:
 			dst = append(dst, in.Cands[p])
 		case p < nc:

@@ -103,7 +103,8 @@ func BenchmarkScoreHub(b *testing.B) {
 // 200,000 random queries, AA and CN; it reports ns per wedge. "auto" is the
 // kernel's own choice (the table where the dense accumulators span 8 MB or
 // more), "dense" the dense accumulators forced, "auto-nopub" the kernel's
-// choice without public sums (ScoreNoPublic). docs/SCALE.md has figures at
+// choice without public sums (ScoreNoPublic), "auto-held" that with the
+// candidates left in the table (ScoreHeld). docs/SCALE.md has figures at
 // 100 k, 1 M and 10 M nodes (the 10 M graph takes about a minute to build and
 // 6 GB).
 func BenchmarkScoreLarge(b *testing.B) {
@@ -119,7 +120,8 @@ func BenchmarkScoreLarge(b *testing.B) {
 			name   string
 			mode   accMode
 			public bool // Score, or ScoreNoPublic (the 16-byte slots)
-		}{{"dense", accDense, true}, {"auto", accAuto, true}, {"auto-nopub", accAuto, false}} {
+			held   bool // ScoreHeld: the candidates left in the table
+		}{{"dense", accDense, true, false}, {"auto", accAuto, true, false}, {"auto-nopub", accAuto, false, false}, {"auto-held", accAuto, false, true}} {
 			sc, err := newScorer(g, p, k, m.mode)
 			if err != nil {
 				b.Fatal(err)
@@ -130,7 +132,11 @@ func BenchmarkScoreLarge(b *testing.B) {
 				var wedges int64
 				for b.Loop() {
 					for _, u := range queries {
-						w.score(u, &r, m.public)
+						if m.held {
+							w.ScoreHeld(u, &r)
+						} else {
+							w.score(u, &r, m.public)
+						}
 						wedges += r.Wedges
 					}
 				}

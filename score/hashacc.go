@@ -83,6 +83,12 @@ const (
 	cOne     = uint64(1) << cShift
 	cMask    = (uint64(1)<<cBits - 1) << cShift
 	genMax   = 1<<(64-genShift) - 1
+	// markBit marks the slot of a node that is not a candidate (the query
+	// and its neighbours) in a query scored in place (Worker.ScoreHeld):
+	// bit 31 of the key, which no id (an int32 >= 0) sets. Lookups match
+	// keys without it (matchMask).
+	markBit   = uint64(1) << 31
+	matchMask = ^(cMask | markBit)
 )
 
 // hkey is v's key in generation gen, with a count of 0.
@@ -334,6 +340,127 @@ func addHashProtS(tab []sslot, tch []int32, vs []int32, a float64, shift, gen ui
 	return nt
 }
 
+// The kernels of a query scored in place (Worker.ScoreHeld). The query u
+// and its neighbours take their slots before the first wedge, marked
+// (markBit) and not listed in the taken slots, so the slots the wedges take
+// are exactly the candidates' and nothing is extracted: the sampler reads
+// the candidates from the table (Worker.HeldAt). What extraction found on
+// its way is found during the scatter instead: the largest sum of a
+// candidate (a sum only grows, so the largest value a candidate's slot
+// takes is its final one) and the largest count of a protected wedge to a
+// node other than u.
+
+// markHeld gives u and its neighbours nbU marked slots with zero sums in
+// the table of generation gen (empty of this generation so far), not
+// listed in the taken slots. A table has at least 2 W(u) slots and a query
+// takes at most W(u) + 1 of them (its u, deg(u) <= W(u) neighbours, and a
+// slot per wedge that does not end at u: W(u) - deg(u)), so a probe always
+// ends.
+//
+//go:noinline
+func markHeld(tab []sslot, u int32, nbU []int32, shift, gen uint32) {
+	mask := uint32(len(tab) - 1)
+	mark := func(v int32) {
+		want := hkey(v, gen)
+		for i := (uint32(v) * hashMul) >> shift; ; i++ {
+			e := &tab[i&mask]
+			if keyGen(e.key) != gen {
+				e.key, e.s = want|markBit, 0
+				return
+			}
+			if e.key&matchMask == want {
+				return // not reached: u and its neighbours are distinct
+			}
+		}
+	}
+	mark(u)
+	for _, v := range nbU {
+		mark(v)
+	}
+}
+
+// addHeldSums is addHashSumsS for a query scored in place (markHeld): it
+// also returns the largest sum of an unmarked slot, hi updated.
+//
+//go:noinline
+func addHeldSums(tab []sslot, tch []int32, vs []int32, a float64, shift, gen uint32, nt int, hi float64) (int, float64) {
+	mask, tmask := uint32(len(tab)-1), len(tch)-1
+	if len(tab) == 0 || tmask < 0 {
+		return nt, hi // unreachable; proves the masks valid
+	}
+	nt0 := nt
+	for _, v := range vs {
+		i := (uint32(v) * hashMul) >> shift
+		want := hkey(v, gen)
+		for {
+			e := &tab[i&mask]
+			if k := e.key; k&matchMask == want {
+				x := e.s + a
+				e.s = x
+				if x > hi && k&markBit == 0 {
+					hi = x
+				}
+				break
+			}
+			if keyGen(e.key) != gen {
+				e.key, e.s = want, a
+				tch[nt&tmask] = int32(i & mask)
+				nt++
+				break
+			}
+			i++
+		}
+	}
+	if nt > nt0 && a > hi { // a new slot's sum is a
+		hi = a
+	}
+	return nt, hi
+}
+
+// addHeldProt is addHashProtS for a query u scored in place (markHeld): it
+// also returns the largest sum of an unmarked slot (hi updated) and the
+// largest count field (key & cMask) of a slot other than u's (cm updated).
+//
+//go:noinline
+func addHeldProt(tab []sslot, tch []int32, vs []int32, a float64, u int32, shift, gen uint32, nt int, hi float64, cm uint64) (int, float64, uint64) {
+	mask, tmask := uint32(len(tab)-1), len(tch)-1
+	if len(tab) == 0 || tmask < 0 {
+		return nt, hi, cm // unreachable; proves the masks valid
+	}
+	nt0 := nt
+	for _, v := range vs {
+		i := (uint32(v) * hashMul) >> shift
+		want := hkey(v, gen)
+		for {
+			e := &tab[i&mask]
+			if k := e.key; k&matchMask == want {
+				x := e.s + a
+				k += cOne
+				e.s, e.key = x, k
+				if x > hi && k&markBit == 0 {
+					hi = x
+				}
+				if c := k & cMask; c > cm && v != u {
+					cm = c
+				}
+				break
+			}
+			if keyGen(e.key) != gen {
+				e.key, e.s = want|cOne, a
+				tch[nt&tmask] = int32(i & mask)
+				nt++
+				break
+			}
+			i++
+		}
+	}
+	if nt > nt0 { // a new slot's sum is a and its count 1
+		hi = max(hi, a)
+		cm = max(cm, cOne)
+	}
+	return nt, hi, cm
+}
+
 // extractHashS is extractHash for the table of 16-byte slots: no public
 // sums.
 //
@@ -416,7 +543,7 @@ func findSlot[T slot](tab []T, v int32, shift, gen uint32) *T {
 	want := hkey(v, gen)
 	for i := (uint32(v) * hashMul) >> shift; ; i++ {
 		e := &tab[i&mask]
-		if k := *keyOf(e); k&^cMask == want {
+		if k := *keyOf(e); k&matchMask == want {
 			return e
 		} else if keyGen(k) != gen {
 			return nil
@@ -473,7 +600,7 @@ func markNeighbours[T slot](tab []T, nbU []int32, shift, gen uint32, nt int) boo
 		want := hkey(v, gen)
 		for i := (uint32(v) * hashMul) >> shift; ; i++ {
 			e := &tab[i&mask]
-			if k := *keyOf(e); k&^cMask == want {
+			if k := *keyOf(e); k&matchMask == want {
 				break
 			} else if keyGen(k) != gen {
 				var zero T

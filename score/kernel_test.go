@@ -72,7 +72,8 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 		sc.perQuery = kw.perQuery
 		w, ref := sc.NewWorker(), newRefWorker(sc)
 		wn := sc.NewWorker() // ScoreNoPublic: the same but Pub
-		var np Result
+		wh := sc.NewWorker() // ScoreHeld: ScoreNoPublic's candidates left in the table
+		var np, hr Result
 		if (w.cnt32 != nil) == kw.wide && (k == CN || k == JC) {
 			t.Fatalf("%v: wide counters %v, want %v", k, w.cnt32 == nil, kw.wide)
 		}
@@ -105,6 +106,8 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 				if wn.hashed && wn.hpub != (k == JC) {
 					t.Fatalf("%v u=%d: table with public sums %v without them", k, u, wn.hpub)
 				}
+				wh.ScoreHeld(u, &hr)
+				checkHeld(t, k, wh, &hr, &np, wn.hashed && !wn.hpub)
 			} else {
 				np8 = false
 			}
@@ -120,6 +123,7 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 			if qi%4 != 0 {
 				continue
 			}
+			held16 := np8 && kw.mode == accHash && qi%16 == 0
 			// Dense lookups for the sweep (a map and g.HasEdge per node
 			// were most of its time): pos[v] is v's index in Cands or -1,
 			// notCand[v] is true for u and its neighbours.
@@ -142,6 +146,15 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 				if np8 { // without public sums: the queries np8 says
 					if sn, pn := wn.At(v); math.Float64bits(sn) != math.Float64bits(s) || !math.IsNaN(pn) || wn.InZero(v) != w.InZero(v) {
 						t.Fatalf("%v u=%d: without public sums At(%d) = (%v,%v), InZero %v; with them (%v,%v), %v", k, u, v, sn, pn, wn.InZero(v), s, pub, w.InZero(v))
+					}
+				}
+				if held16 { // ScoreHeld's lookups: every sixteenth query of the tables
+					sh, ph := wh.At(v)
+					csh, okh := wh.CandScore(v)
+					i := pos[v]
+					if math.Float64bits(sh) != math.Float64bits(s) || !math.IsNaN(ph) || wh.InZero(v) != w.InZero(v) ||
+						okh != (i >= 0) || (okh && math.Float64bits(csh) != math.Float64bits(got.S[i])) {
+						t.Fatalf("%v u=%d: held At(%d) = (%v,%v), InZero %v, CandScore (%v,%v); want (%v,NaN), %v, listed %v", k, u, v, sh, ph, wh.InZero(v), csh, okh, s, w.InZero(v), i >= 0)
 					}
 				}
 				i := pos[v]
@@ -171,6 +184,11 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 			if qi%8 != 0 {
 				continue // ZeroCands is another O(N) scan: every eighth query
 			}
+			if held16 {
+				if zc := wh.ZeroCands(nil); !slices.Equal(zc, zero) {
+					t.Fatalf("%v u=%d: held ZeroCands lists %d nodes, want %d", k, u, len(zc), len(zero))
+				}
+			}
 			if np8 {
 				if zc := wn.ZeroCands(nil); !slices.Equal(zc, zero) {
 					t.Fatalf("%v u=%d: without public sums ZeroCands lists %d nodes, want %d", k, u, len(zc), len(zero))
@@ -180,6 +198,44 @@ func checkKernel(t fataler, g *graph.Graph, p *protect.Set, queries []int32) {
 				t.Fatalf("%v u=%d: ZeroCands lists %d nodes, want %d (Zero %d)", k, u, len(zc), len(zero), got.Zero)
 			}
 		}
+	}
+}
+
+// checkHeld checks a ScoreHeld result hr of worker wh against the
+// ScoreNoPublic result np of the same query: with held (a table of
+// 16-byte slots) the same candidates in the same order with bit-identical
+// scores through HeldAt, the largest of them as SHi and a lower bound as
+// SLo; otherwise np itself.
+func checkHeld(t fataler, k Kind, wh *Worker, hr, np *Result, held bool) {
+	t.Helper()
+	if !held {
+		if hr.Held != 0 || wh.held {
+			t.Fatalf("%v u=%d: %d candidates held without a table of 16-byte slots", k, hr.U, hr.Held)
+		}
+		sameResult(t, k, hr, np)
+		if hr.SRange != np.SRange || hr.SLo != np.SLo || hr.SHi != np.SHi {
+			t.Fatalf("%v u=%d: extracted by ScoreHeld the range is %v [%v, %v], by ScoreNoPublic %v [%v, %v]", k, hr.U, hr.SRange, hr.SLo, hr.SHi, np.SRange, np.SLo, np.SHi)
+		}
+		return
+	}
+	if len(hr.Cands) != 0 || len(hr.S) != 0 || hr.Held != len(np.Cands) || hr.NumCandidates() != np.NumCandidates() {
+		t.Fatalf("%v u=%d: held %d (listed %d), want %d held of %d candidates", k, hr.U, hr.Held, len(hr.Cands), len(np.Cands), np.NumCandidates())
+	}
+	flat := *hr
+	flat.Cands, flat.S = nil, nil
+	for i := range hr.Held {
+		v, s := wh.HeldAt(i)
+		flat.Cands = append(flat.Cands, v)
+		flat.S = append(flat.S, s)
+	}
+	want := *np
+	want.Pub = nil
+	sameResult(t, k, &flat, &want)
+	if hr.SRange != (hr.Held > 0) {
+		t.Fatalf("%v u=%d: held range stated %v for %d candidates", k, hr.U, hr.SRange, hr.Held)
+	}
+	if hr.Held > 0 && (hr.SHi != slices.Max(np.S) || !(hr.SLo <= slices.Min(np.S)) || !(hr.SLo > 0)) {
+		t.Fatalf("%v u=%d: held range [%v, %v], scores in [%v, %v]: want the largest and a positive lower bound", k, hr.U, hr.SLo, hr.SHi, slices.Min(np.S), slices.Max(np.S))
 	}
 }
 
@@ -547,8 +603,9 @@ func TestAutoHashLargeGraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	w, ref := sc.NewWorker(), newRefWorker(sc)
-	var got, want Result
-	hashed := 0
+	wn, wh := sc.NewWorker(), sc.NewWorker()
+	var got, want, np, hr Result
+	hashed, held := 0, 0
 	for u := int32(0); u < 300000; u += 3001 {
 		w.Score(u, &got)
 		ref.Score(u, &want)
@@ -556,9 +613,16 @@ func TestAutoHashLargeGraph(t *testing.T) {
 		if w.hashed {
 			hashed++
 		}
+		// ScoreHeld where the kernel chooses the table itself.
+		wn.ScoreNoPublic(u, &np)
+		wh.ScoreHeld(u, &hr)
+		checkHeld(t, AA, wh, &hr, &np, wn.hashed)
+		if hr.Held > 0 {
+			held++
+		}
 	}
-	if hashed == 0 {
-		t.Fatal("no query used the table on a graph above the threshold")
+	if hashed == 0 || held == 0 {
+		t.Fatalf("%d queries used the table and %d held their candidates on a graph above the threshold", hashed, held)
 	}
 }
 

@@ -26,13 +26,21 @@ type Result struct {
 	Wedges       int64   // wedges enumerated (u -> z -> v), for benchmarks
 	// SRange reports that SLo and SHi are the smallest and largest of S
 	// (found as they were extracted: AA and RA; with Cands non-empty), so
-	// that a sampler needs no pass of its own.
+	// that a sampler needs no pass of its own. After Worker.ScoreHeld with
+	// Held > 0, SHi is the largest held score and SLo a lower bound of
+	// them (the smallest weight a wedge adds), not necessarily attained.
 	SRange   bool
 	SLo, SHi float64
+
+	// Held is the number of candidates left in the worker's table by
+	// Worker.ScoreHeld (Cands and S are then empty): Worker.HeldAt(i) for
+	// i < Held serves them, in the order Cands would list them. 0 after
+	// every other scoring call.
+	Held int
 }
 
 // NumCandidates is |C(u)| = N - 1 - deg(u).
-func (r *Result) NumCandidates() int { return len(r.Cands) + r.Zero }
+func (r *Result) NumCandidates() int { return len(r.Cands) + r.Held + r.Zero }
 
 // accum is an AA/RA accumulator: full-graph and public sums.
 type accum struct{ s, p float64 }
@@ -94,6 +102,9 @@ type Worker struct {
 	// nopub: the last query was scored without its public sums
 	// (ScoreNoPublic).
 	nopub bool
+	// heldReq: the query being scored may leave its candidates in the
+	// table (ScoreHeld); held: the last query did.
+	heldReq, held bool
 }
 
 func pow2(n int) int { return 1 << bits.Len(uint(n)) } // > n
@@ -133,6 +144,31 @@ func (w *Worker) Score(u int32, r *Result) { w.score(u, r, true) }
 // 24-byte ones.
 func (w *Worker) ScoreNoPublic(u int32, r *Result) { w.score(u, r, false) }
 
+// ScoreHeld is ScoreNoPublic that, for a query scattered into a table of
+// 16-byte slots (AA, RA and CN queries of a large graph), leaves the
+// candidates in the table instead of extracting them into r.Cands and r.S:
+// r.Held counts them and HeldAt serves them, in the order ScoreNoPublic
+// lists them and with the same scores, until the next query. r.SHi is then
+// their largest score and r.SLo a lower bound (the smallest weight of a
+// wedge of the query); everything else (Zero, DeltaS, SMax, At, InZero,
+// CandScore, ZeroCands) is what ScoreNoPublic gives. A query on the dense
+// accumulators or counters is extracted as by ScoreNoPublic (r.Held = 0).
+// For a caller that reads a few candidates by index (the crypto-seeded
+// exact sampler, which proposes candidates uniformly and computes only
+// their utilities): it saves a pass over every candidate.
+func (w *Worker) ScoreHeld(u int32, r *Result) {
+	w.heldReq = true
+	w.score(u, r, false)
+	w.heldReq = false
+}
+
+// HeldAt is the i-th candidate (0 <= i < r.Held) of the last ScoreHeld and
+// its score.
+func (w *Worker) HeldAt(i int) (v int32, s float64) {
+	e := &w.hs[w.touched[i]]
+	return int32(uint32(e.key)), e.s
+}
+
 func (w *Worker) score(u int32, r *Result, public bool) {
 	s := w.s
 	w.reset()
@@ -154,7 +190,8 @@ func (w *Worker) score(u int32, r *Result, public bool) {
 	r.SMax = s.sMax(u)
 	r.Wedges = 0
 	r.SRange = false // set by the paths that find the range
-	size := 0        // the table's, or 0: the dense accumulators or counters
+	r.Held = 0
+	size := 0 // the table's, or 0: the dense accumulators or counters
 	switch s.kind {
 	case CN, JC, AA, RA:
 		slotBytes := int64(unsafe.Sizeof(hslot{}))
@@ -198,7 +235,7 @@ func (w *Worker) score(u int32, r *Result, public bool) {
 	default: // not reached: a table query of AA, RA or CN folds
 		r.DeltaS = s.sensTable()[u]
 	}
-	r.Zero = s.n - 1 - len(nbU) - len(r.Cands)
+	r.Zero = s.n - 1 - len(nbU) - len(r.Cands) - r.Held
 	if !public {
 		r.Pub = r.Pub[:0]
 	}
@@ -242,6 +279,7 @@ func (w *Worker) sensOne(u int32) float64 {
 }
 
 func (w *Worker) reset() {
+	w.held = false
 	if w.hashed {
 		w.resetHash()
 		return
@@ -540,6 +578,18 @@ func (w *Worker) sums(u int32, r *Result, size int) {
 	nt := 0
 	var wedges int64
 	nbU := adj[off[u]:off[u+1]]
+	// held: the candidates stay in the table (ScoreHeld), u and its
+	// neighbours marked in it before the first wedge. sHi is the largest
+	// candidate sum, aMin the smallest weight of a neighbour z with
+	// another neighbour than u (a lower bound of every candidate's sum:
+	// rounding is monotone, so a sum of positive weights is at least each
+	// of them), cm the largest count field of a slot other than u's.
+	held := tabS != nil && w.heldReq
+	sHi, aMin := math.Inf(-1), math.Inf(1)
+	var cm uint64
+	if held {
+		markHeld(tabS, u, nbU, shift, gen)
+	}
 	s.prefetchStart(nbU)
 	// nbU[:npU]: {u,z} not protected, public weight of pubDeg(z); the rest
 	// are protected, so degPub_u(z) counts u too: of pubDeg(z)+1.
@@ -568,6 +618,16 @@ func (w *Worker) sums(u int32, r *Result, size int) {
 		lo, mid, hi := x.lo, x.lo+int64(x.np), x.lo+int64(x.deg)
 		wedges += hi - lo
 		switch {
+		case held:
+			if x.deg > 1 && a < aMin {
+				aMin = a
+			}
+			nt, sHi = addHeldSums(tabS, tch, adj[lo:mid], a, shift, gen, nt, sHi)
+			if counted {
+				nt, sHi, cm = addHeldProt(tabS, tch, adj[mid:hi], a, u, shift, gen, nt, sHi, cm)
+			} else {
+				nt, sHi = addHeldSums(tabS, tch, adj[mid:hi], a, shift, gen, nt, sHi)
+			}
 		case tabS != nil && counted:
 			nt = addHashSumsS(tabS, tch, adj[lo:mid], a, shift, gen, nt)
 			nt = addHashProtS(tabS, tch, adj[mid:hi], a, shift, gen, nt)
@@ -587,6 +647,13 @@ func (w *Worker) sums(u int32, r *Result, size int) {
 	}
 	w.nt = nt
 	r.Wedges = wedges
+	if held {
+		w.held, w.nbMarked = true, true
+		w.foldB, w.foldC, w.folded = bu, int(cm>>cShift), counted
+		r.Held = nt
+		r.SRange, r.SLo, r.SHi = nt > 0, aMin, sHi
+		return
+	}
 
 	grow(r, nt)
 	// u and its neighbours are not candidates. Rather than look each touched
