@@ -243,7 +243,7 @@ type benchSampleOptions struct {
 	k                         int
 	eps                       float64
 	seed                      uint64
-	asJSON                    bool
+	asJSON, crypto            bool
 	pf                        protFlags
 
 	sk    score.Kind
@@ -262,7 +262,9 @@ and sampling a top-K list with the chosen mechanism (default: exponential
 mechanism as Gumbel top-K, with the zero-score candidates handled as one block).
 Graph loading is not timed. Prints queries, candidates, seconds and
 candidates_per_second (JSON keys exactly these). Seeded (--seed): a benchmark,
-not a deployment.
+not a deployment. --crypto draws the noise as a deployment does (crypto-seeded,
+the path of dplp recommend and dplp serve without a seed, which reads the
+candidates in place on large graphs); the lists are still discarded.
 
 --model FILE times a trained model's release path instead of a --method (the
 model's score; --score may be omitted): with a dplp-list model, one Laplace
@@ -285,6 +287,7 @@ func (o *benchSampleOptions) register(cmd *cobra.Command) {
 	f.StringVar(&o.qspec, "queries", "all", "all, or the number of queries")
 	f.StringVar(&o.sampler, "sampler", "float", "float (Gumbel keys) or exact (base-2 mechanism, integer arithmetic; exponential only)")
 	f.Uint64Var(&o.seed, "seed", 1, "noise seed")
+	f.BoolVar(&o.crypto, "crypto", false, "crypto-seeded noise, the deployment path (instead of --seed; the lists are discarded)")
 	f.BoolVar(&o.asJSON, "json", false, "print one JSON object")
 	f.StringVar(&o.modelPath, "model", "", "time this trained model's release path (triad scores) instead of --method")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the timed release (go tool pprof) to this file")
@@ -321,11 +324,21 @@ func (o *benchSampleOptions) validate() error {
 }
 
 func (o *benchSampleOptions) run(cmd *cobra.Command) error {
+	if o.crypto && cmd.Flags().Changed("seed") {
+		return fmt.Errorf("--crypto and --seed exclude each other (crypto-seeded noise has no seed)")
+	}
 	sc, queries, err := benchScorer(cmd, o.path, &o.pf, o.qspec, o.sk)
 	if err != nil {
 		return err
 	}
-	ropts := []release.Option{release.WithScorer(sc), release.WithSeed(o.seed)}
+	ropts := []release.Option{release.WithScorer(sc)}
+	noise := randx.Source{Seeded: true, Seed: o.seed}
+	if o.crypto {
+		noise = randx.Source{}
+		ropts = append(ropts, release.WithoutLedger()) // the lists are discarded: nothing is released
+	} else {
+		ropts = append(ropts, release.WithSeed(o.seed))
+	}
 	switch o.sampler {
 	case "float":
 	case "exact":
@@ -347,7 +360,7 @@ func (o *benchSampleOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	defer stop()
-	fmt.Fprintf(cmd.ErrOrStderr(), "noise: %s (per-user streams; no ledger: a benchmark, nothing is released)\n", randx.Source{Seeded: true, Seed: o.seed})
+	fmt.Fprintf(cmd.ErrOrStderr(), "noise: %s (per-user streams; no ledger: a benchmark, nothing is released)\n", noise)
 	start := time.Now()
 	var total int64
 	err = rec.Stream(cmd.Context(), queries, o.k, func(_ int, r release.Result) error {

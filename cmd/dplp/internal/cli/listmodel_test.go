@@ -268,6 +268,21 @@ func TestBenchSampleModel(t *testing.T) {
 	if _, _, err := run(t, "bench", "sample", "--graph", g, "--protected", marks, "--model", mp, "--score", "aa"); err == nil || !strings.Contains(err.Error(), "differs from the model's score") {
 		t.Fatalf("--score aa with a cn model: %v", err)
 	}
+	// --crypto: the deployment path's noise, no ledger needed (the lists
+	// are discarded); not with a seed.
+	out, stderr, err = run(t, "bench", "sample", "--graph", g, "--protected", marks, "--score", "aa", "--sampler", "exact", "--crypto", "--json")
+	if err != nil {
+		t.Fatalf("bench sample --crypto: %v %s", err, stderr)
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Queries != 300 || res.Candidates <= 0 {
+		t.Fatalf("--crypto: result %+v (%v): %s", res, err, out)
+	}
+	if !strings.Contains(stderr, "crypto-seeded generator") {
+		t.Fatalf("--crypto: noise not reported as crypto-seeded: %s", stderr)
+	}
+	if _, _, err := run(t, "bench", "sample", "--graph", g, "--protected", marks, "--score", "aa", "--crypto", "--seed", "3"); err == nil || !strings.Contains(err.Error(), "exclude each other") {
+		t.Fatalf("--crypto with --seed: %v", err)
+	}
 }
 
 // --user-budget-party caps pair-unit dplp-list lists under the party unit:
