@@ -505,16 +505,6 @@ type scoreTransform interface {
 	UtilityBounds(sLo, sHi, sMax float64) (lo, hi float64)
 }
 
-// scoreVals serves the utilities of scores on demand (exact.Lazy).
-type scoreVals struct {
-	t    scoreTransform
-	s    []float64
-	sMax float64
-}
-
-func (v *scoreVals) Len() int         { return len(v.s) }
-func (v *scoreVals) At(i int) float64 { return v.t.ScoreUtility(v.s[i], v.sMax) }
-
 // ScoreSource serves scores by index: Score(i) for i in [0, Len()), the
 // same value every time it is asked (a scorer's table read in place:
 // release.UserInput.HeldAt).
@@ -523,7 +513,8 @@ type ScoreSource interface {
 	Score(i int) float64
 }
 
-// sourceVals serves the utilities of a ScoreSource's scores on demand.
+// sourceVals serves the utilities of a ScoreSource's scores on demand
+// (exact.Lazy).
 type sourceVals struct {
 	t    scoreTransform
 	src  ScoreSource
@@ -644,7 +635,8 @@ func (p *Plan) SampleScoresKeyed(s []float64, lo, hi float64, ids []int32, block
 		return dst[:0], false, nil
 	}
 	uLo, uHi := t.UtilityBounds(lo, hi, p.q.SMax)
-	picks, err = mech.ExpTopKKeyedLazy(&scoreVals{t: t, s: s, sMax: p.q.SMax}, uLo, uHi, blocks, ids, key, k, p.Scale, r, dst)
+	src := sliceScores(s)
+	picks, err = mech.ExpTopKKeyedLazy(&sourceVals{t: t, src: &src, sMax: p.q.SMax}, uLo, uHi, blocks, ids, key, k, p.Scale, r, dst)
 	return picks, true, err
 }
 

@@ -1,6 +1,7 @@
 package release_test
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -170,6 +171,7 @@ func TestSampleHeldMatchesListed(t *testing.T) {
 		{"seeded canonical", base, r.DeltaS, true, lo / 4},
 		{"seeded canonical, gumbel (keyed)", gumbel, r.DeltaS, true, 0},
 		{"gumbel, loose lower bound", gumbel, r.DeltaS, false, lo / 4},
+		{"exact sampler, bounds refused (NaN)", base, r.DeltaS, false, math.NaN()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.cfg.Validate(); err != nil {

@@ -2,7 +2,6 @@ package release
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -148,8 +147,7 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 	// Held candidates are read in place by the crypto-seeded exact
 	// sampler (calib.Plan.SampleScoresFrom) when it applies to this plan;
 	// every other path reads all of them, copied.
-	if in.Held > 0 && (in.Canonical || noLazy || !plan.ScoresApply() || !in.SRange ||
-		!(in.SLo <= in.SHi) || math.IsInf(in.SLo, 0) || math.IsInf(in.SHi, 0)) {
+	if in.Held > 0 && (in.Canonical || noLazy || !plan.ScoresApply() || !in.SRange) {
 		in = sm.flatten(in)
 	}
 	sm.u.Blocks = sm.u.Blocks[:0]
@@ -172,7 +170,7 @@ func (sm *Sampler) Sample(plan *calib.Plan, in *UserInput, k int, rng *rand.Rand
 		if in.Held > 0 {
 			sm.held = heldScores{n: in.Held, at: in.HeldAt}
 			sm.picks, ident, err = plan.SampleScoresFrom(&sm.held, in.SLo, in.SHi, sm.u.Blocks, kk, rng, sm.picks[:0])
-			if err == nil && !ident { // not reached: the checks above are SampleScoresFrom's
+			if err == nil && !ident { // bounds it refused (nothing was drawn): every candidate read
 				in = sm.flatten(in)
 			}
 		} else if in.SRange {
